@@ -1,0 +1,122 @@
+"""Names for kernels and artifacts that stay the same across processes.
+
+A :class:`KernelId` says everything that decides a kernel's code: its name, what the language
+knows of it (``info``: a hash of its source and of what it calls, argument types, comptime
+values) and its cube_dim. An :class:`ArtifactId` adds what a launch decides on top of it, the
+``variant``. Both are plain values: hashable, equal by value, and ``stable_hash()`` gives the
+same hex string in every process, whatever ``PYTHONHASHSEED`` is, so a store on disk can be
+keyed by it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import struct
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+V = TypeVar("V")
+
+
+def canonical(value: Any) -> Any:
+    """``value`` as nested tuples of plain values, the form ids hold and hash.
+
+    Accepts None, bool, int, float, str, bytes, and lists, tuples and dicts of them (dicts are
+    sorted by key). Anything else has no stable meaning across processes and is refused.
+    """
+    if value is None or isinstance(value, bool | int | float | str | bytes):
+        return value
+    if isinstance(value, list | tuple):
+        return tuple(canonical(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted(((str(k), canonical(v)) for k, v in value.items()),
+                            key=lambda kv: kv[0]))
+    raise TypeError(
+        f"a kernel id holds only None, bool, int, float, str, bytes, lists, tuples and dicts; "
+        f"got {type(value).__name__}"
+    )
+
+
+def encode(value: Any) -> bytes:
+    """A byte encoding of a canonical value: one value has one encoding, two values two."""
+    if value is None:
+        return b"N"
+    if isinstance(value, bool):
+        return b"T" if value else b"F"
+    if isinstance(value, int):
+        text = str(value).encode()
+        return b"I" + struct.pack("<I", len(text)) + text
+    if isinstance(value, float):
+        if math.isnan(value):
+            return b"Dnan"
+        return b"D" + struct.pack("<d", value)
+    if isinstance(value, str):
+        data = value.encode("utf-8")
+        return b"S" + struct.pack("<I", len(data)) + data
+    if isinstance(value, bytes):
+        return b"B" + struct.pack("<I", len(value)) + value
+    if isinstance(value, tuple):
+        return b"L" + struct.pack("<I", len(value)) + b"".join(encode(v) for v in value)
+    raise TypeError(f"cannot encode {type(value).__name__}")
+
+
+def stable_digest(*parts: Any) -> str:
+    """SHA-256 hex digest of ``parts`` in their canonical encoding."""
+    return hashlib.sha256(encode(canonical(parts))).hexdigest()
+
+
+def _dims(value: int | tuple[int, ...] | list[int]) -> tuple[int, int, int]:
+    dims = (value,) if isinstance(value, int) else tuple(value)
+    if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and d >= 1 for d in dims):
+        raise ValueError(f"cube_dim must be a positive int or a tuple of 1 to 3 of them, "
+                         f"not {value!r}")
+    return (*dims, *(1,) * (3 - len(dims)))  # type: ignore[return-value]
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class KernelId:
+    """Which kernel: equal ids mean the same code, in any process."""
+
+    name: str
+    """The kernel's qualified name."""
+    info: Any
+    """What else decides the code, in canonical form (see :func:`canonical`)."""
+    cube_dim: tuple[int, int, int]
+    """Units per cube along x, y, z."""
+
+    def __init__(
+        self,
+        name: str,
+        info: Any = None,
+        cube_dim: int | tuple[int, ...] = (1, 1, 1),
+    ) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "info", canonical(info))
+        object.__setattr__(self, "cube_dim", _dims(cube_dim))
+
+    def stable_hash(self) -> str:
+        """A hex digest of the whole id, the same in every process."""
+        return stable_digest("KernelId", self.name, self.info, self.cube_dim)
+
+    def __str__(self) -> str:
+        x, y, z = self.cube_dim
+        return f"{self.name}[{x}x{y}x{z}]#{self.stable_hash()[:12]}"
+
+
+@dataclass(frozen=True, slots=True)
+class ArtifactId(Generic[V]):
+    """Which artifact a launch needs: its kernel, and what the launch adds to it."""
+
+    kernel: KernelId
+    """The kernel."""
+    variant: V
+    """What the launch decides about the artifact that the kernel id does not (the CPU
+    backend's buffer alignment); ``None`` when the kernel id says everything."""
+
+    def stable_hash(self) -> str:
+        """A hex digest of kernel and variant, the same in every process."""
+        return stable_digest("ArtifactId", self.kernel.stable_hash(), self.variant)
+
+    def __str__(self) -> str:
+        return str(self.kernel) if self.variant is None else f"{self.kernel}/{self.variant}"

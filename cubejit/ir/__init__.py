@@ -1,0 +1,1 @@
+"""cubejit's IR: typed, structured kernels that every backend lowers (see ``nodes``)."""

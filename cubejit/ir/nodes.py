@@ -1,0 +1,382 @@
+"""The IR: what a kernel means, typed and structured, with no Python left in it.
+
+A kernel is a :class:`KernelIR`: parameters, the locals it declares (each with the one type its
+first assignment gave it) and a body of statements. Control flow is structured — ``If``,
+``RangeFor``, ``While`` with ``Break``/``Continue``/``Return`` — never a goto, so every backend
+emits it with its own ``if``/``for``/``while``. Nodes are frozen; children are tuples. Names of
+parameters and locals are unique within a kernel and are valid Python identifiers; a backend
+decorates them as its language needs.
+
+Semantics a backend must keep (they are the language's, see LANGUAGE.md):
+
+- ``FLOORDIV`` and ``MOD`` on signed integers and floats round towards negative infinity, as
+  Python and numpy do; on unsigned integers they are C's ``/`` and ``%``.
+- ``DIV`` is true division and only ever appears on floats.
+- Unsigned arithmetic wraps; ``SHR`` on a signed integer is arithmetic.
+- ``AND`` and ``OR`` take bools and short-circuit.
+- ``Return`` ends the current unit only.
+- ``RangeFor`` evaluates ``stop`` and ``step`` once, before the first iteration, and runs while
+  ``var < stop`` for a positive step, ``var > stop`` for a negative one.
+
+The IR is valid when :func:`cubejit.ir.validate.validate` accepts it; the frontend hands on
+only valid IR and a pass must leave it valid.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from cubejit.ir.types import ArrayType, Scalar, Type, u32
+
+
+class Position(enum.Enum):
+    """A unit's place in a launch. Every position is a ``u32``.
+
+    ``ABSOLUTE_POS`` flattens x fastest: ``x + y * (CUBE_COUNT_X * CUBE_DIM_X) + z *
+    (CUBE_COUNT_X * CUBE_DIM_X) * (CUBE_COUNT_Y * CUBE_DIM_Y)``; ``UNIT_POS`` and ``CUBE_POS``
+    flatten the same way within their own extents; ``CUBE_DIM`` and ``CUBE_COUNT`` are products.
+    """
+
+    ABSOLUTE_POS = "ABSOLUTE_POS"
+    ABSOLUTE_POS_X = "ABSOLUTE_POS_X"
+    ABSOLUTE_POS_Y = "ABSOLUTE_POS_Y"
+    ABSOLUTE_POS_Z = "ABSOLUTE_POS_Z"
+    UNIT_POS = "UNIT_POS"
+    UNIT_POS_X = "UNIT_POS_X"
+    UNIT_POS_Y = "UNIT_POS_Y"
+    UNIT_POS_Z = "UNIT_POS_Z"
+    CUBE_POS = "CUBE_POS"
+    CUBE_POS_X = "CUBE_POS_X"
+    CUBE_POS_Y = "CUBE_POS_Y"
+    CUBE_POS_Z = "CUBE_POS_Z"
+    CUBE_DIM = "CUBE_DIM"
+    CUBE_DIM_X = "CUBE_DIM_X"
+    CUBE_DIM_Y = "CUBE_DIM_Y"
+    CUBE_DIM_Z = "CUBE_DIM_Z"
+    CUBE_COUNT = "CUBE_COUNT"
+    CUBE_COUNT_X = "CUBE_COUNT_X"
+    CUBE_COUNT_Y = "CUBE_COUNT_Y"
+    CUBE_COUNT_Z = "CUBE_COUNT_Z"
+
+
+class UnaryOp(enum.Enum):
+    NEG = "neg"
+    """Arithmetic negation of a number (wraps on unsigned)."""
+    NOT = "not"
+    """Logical negation of a bool."""
+    INVERT = "invert"
+    """Bitwise complement of an integer."""
+
+
+class BinaryOp(enum.Enum):
+    ADD = "add"
+    SUB = "sub"
+    MUL = "mul"
+    DIV = "div"
+    """True division, floats only."""
+    FLOORDIV = "floordiv"
+    MOD = "mod"
+    POW = "pow"
+    """Power; on integers a non-negative integer exponent (a negative one gives 0, or 1/±1)."""
+    BITAND = "bitand"
+    BITOR = "bitor"
+    BITXOR = "bitxor"
+    SHL = "shl"
+    SHR = "shr"
+    EQ = "eq"
+    NE = "ne"
+    LT = "lt"
+    LE = "le"
+    GT = "gt"
+    GE = "ge"
+    AND = "and"
+    OR = "or"
+
+    @property
+    def is_comparison(self) -> bool:
+        return self in _COMPARISONS
+
+    @property
+    def is_logical(self) -> bool:
+        return self in (BinaryOp.AND, BinaryOp.OR)
+
+
+_COMPARISONS = frozenset(
+    (BinaryOp.EQ, BinaryOp.NE, BinaryOp.LT, BinaryOp.LE, BinaryOp.GT, BinaryOp.GE)
+)
+
+
+class MathFn(enum.Enum):
+    """A math function; operands and result share one type (floats, except ABS/MIN/MAX which
+    also take integers). ``FMA(a, b, c)`` is ``a * b + c`` rounded once."""
+
+    SQRT = "sqrt"
+    EXP = "exp"
+    LOG = "log"
+    SIN = "sin"
+    COS = "cos"
+    TAN = "tan"
+    TANH = "tanh"
+    ERF = "erf"
+    FLOOR = "floor"
+    CEIL = "ceil"
+    ABS = "abs"
+    MIN = "min"
+    MAX = "max"
+    POW = "pow"
+    FMA = "fma"
+
+
+# Expressions. Every expression has ``type``, the scalar it evaluates to; none has an effect.
+
+
+@dataclass(frozen=True, slots=True)
+class Const:
+    """A literal of ``type``: a bool for bool, an int for integers, a float for floats."""
+
+    value: bool | int | float
+    type: Scalar
+
+
+@dataclass(frozen=True, slots=True)
+class Var:
+    """The current value of a scalar parameter or a local named ``name``."""
+
+    name: str
+    type: Scalar
+
+
+@dataclass(frozen=True, slots=True)
+class PositionOf:
+    """A position of the running unit; always ``u32``."""
+
+    which: Position
+    type: Scalar = u32
+
+
+@dataclass(frozen=True, slots=True)
+class Length:
+    """The number of elements of the array parameter ``array``; ``u32``."""
+
+    array: str
+    type: Scalar = u32
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    """``array[index]``; ``index`` is an integer, ``type`` the array's element type."""
+
+    array: str
+    index: Expr
+    type: Scalar
+
+
+@dataclass(frozen=True, slots=True)
+class Unary:
+    op: UnaryOp
+    operand: Expr
+    type: Scalar
+
+
+@dataclass(frozen=True, slots=True)
+class Binary:
+    """``lhs op rhs``. Both operands have one type (except the right of a shift, any integer,
+    and of an integer POW, any integer); ``type`` is theirs, or bool for comparisons."""
+
+    op: BinaryOp
+    lhs: Expr
+    rhs: Expr
+    type: Scalar
+
+
+@dataclass(frozen=True, slots=True)
+class Cast:
+    """``value`` converted to ``type`` (C's conversion; to bool means ``!= 0``)."""
+
+    value: Expr
+    type: Scalar
+
+
+@dataclass(frozen=True, slots=True)
+class Math:
+    fn: MathFn
+    args: tuple[Expr, ...]
+    type: Scalar
+
+
+@dataclass(frozen=True, slots=True)
+class Select:
+    """``if_true`` when ``cond`` holds, else ``if_false``; only the one chosen is evaluated."""
+
+    cond: Expr
+    if_true: Expr
+    if_false: Expr
+    type: Scalar
+
+
+Expr = Const | Var | PositionOf | Length | Load | Unary | Binary | Cast | Math | Select
+
+
+# Statements.
+
+
+@dataclass(frozen=True, slots=True)
+class Assign:
+    """Gives the local or scalar parameter ``name`` the value of ``value`` (same type)."""
+
+    name: str
+    value: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Store:
+    """``array[index] = value``; ``value`` has the array's element type."""
+
+    array: str
+    index: Expr
+    value: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class If:
+    cond: Expr
+    then: tuple[Stmt, ...]
+    orelse: tuple[Stmt, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RangeFor:
+    """Python's ``for var in range(start, stop, step)`` over integers of ``var``'s type;
+    ``step`` is never zero."""
+
+    var: str
+    start: Expr
+    stop: Expr
+    step: Expr
+    body: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class While:
+    cond: Expr
+    body: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Break:
+    """Leaves the innermost loop."""
+
+
+@dataclass(frozen=True, slots=True)
+class Continue:
+    """Starts the innermost loop's next iteration."""
+
+
+@dataclass(frozen=True, slots=True)
+class Return:
+    """Ends the running unit."""
+
+
+Stmt = Assign | Store | If | RangeFor | While | Break | Continue | Return
+
+
+# The kernel.
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """A launch argument: a scalar passed by value, or an array passed as a buffer."""
+
+    name: str
+    type: Type
+
+
+@dataclass(frozen=True, slots=True)
+class Local:
+    """A local variable; declared once for the whole kernel with the type of its first
+    assignment, so a backend may declare every local at the top of the unit."""
+
+    name: str
+    type: Scalar
+
+
+@dataclass(frozen=True, slots=True)
+class KernelIR:
+    """One kernel, specialised: comptime values are folded in, ``@cj.function`` calls
+    inlined, unrolled loops expanded."""
+
+    name: str
+    """The kernel's qualified Python name (for messages and the printed form)."""
+    params: tuple[Param, ...]
+    """Launch arguments in signature order, comptime parameters excluded."""
+    locals: tuple[Local, ...]
+    """Every local the body assigns, in order of first assignment."""
+    body: tuple[Stmt, ...]
+
+    def arrays(self) -> tuple[Param, ...]:
+        """The array parameters, in signature order."""
+        return tuple(p for p in self.params if isinstance(p.type, ArrayType))
+
+    def __str__(self) -> str:
+        from cubejit.ir.printer import print_kernel
+
+        return print_kernel(self)
+
+
+def child_blocks(stmt: Stmt) -> tuple[tuple[Stmt, ...], ...]:
+    """The statement blocks directly inside ``stmt``."""
+    if isinstance(stmt, If):
+        return (stmt.then, stmt.orelse)
+    if isinstance(stmt, RangeFor | While):
+        return (stmt.body,)
+    return ()
+
+
+def stmt_exprs(stmt: Stmt) -> tuple[Expr, ...]:
+    """The expressions ``stmt`` itself evaluates (not those of nested statements)."""
+    if isinstance(stmt, Assign):
+        return (stmt.value,)
+    if isinstance(stmt, Store):
+        return (stmt.index, stmt.value)
+    if isinstance(stmt, If | While):
+        return (stmt.cond,)
+    if isinstance(stmt, RangeFor):
+        return (stmt.start, stmt.stop, stmt.step)
+    return ()
+
+
+def sub_exprs(expr: Expr) -> tuple[Expr, ...]:
+    """The operands of ``expr``."""
+    if isinstance(expr, Load):
+        return (expr.index,)
+    if isinstance(expr, Unary):
+        return (expr.operand,)
+    if isinstance(expr, Binary):
+        return (expr.lhs, expr.rhs)
+    if isinstance(expr, Cast):
+        return (expr.value,)
+    if isinstance(expr, Math):
+        return expr.args
+    if isinstance(expr, Select):
+        return (expr.cond, expr.if_true, expr.if_false)
+    return ()
+
+
+def walk_stmts(block: tuple[Stmt, ...]) -> Iterator[Stmt]:
+    """Every statement of ``block`` and of the blocks nested in it, outer first."""
+    for stmt in block:
+        yield stmt
+        for inner in child_blocks(stmt):
+            yield from walk_stmts(inner)
+
+
+def walk_exprs(block: tuple[Stmt, ...]) -> Iterator[Expr]:
+    """Every expression evaluated anywhere in ``block``, operands after their expression."""
+    for stmt in walk_stmts(block):
+        stack = list(stmt_exprs(stmt))
+        while stack:
+            expr = stack.pop()
+            yield expr
+            stack.extend(sub_exprs(expr))

@@ -1,0 +1,117 @@
+"""The types of the IR: scalars and one-dimensional arrays of them.
+
+A type is a frozen value compared by equality. The kernel language exposes the scalars as
+``cj.f32`` and friends and builds array types with ``cj.Array[cj.f32]``; backends map each
+scalar to their own spelling through :attr:`Scalar.name`.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+import numpy as np
+
+
+class Kind(enum.Enum):
+    """What family a scalar belongs to; arithmetic rules differ by family."""
+
+    BOOL = "bool"
+    INT = "int"
+    UINT = "uint"
+    FLOAT = "float"
+
+
+@dataclass(frozen=True, slots=True)
+class Scalar:
+    """A scalar type. ``name`` is the language's spelling (``"f32"``) and the IR's."""
+
+    name: str
+    """The spelling in kernels and IR text, unique among scalars."""
+    kind: Kind
+    """The family: bool, signed int, unsigned int or float."""
+    bits: int
+    """Width in bits (8 for bool, which is stored as one byte)."""
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes one value occupies in a buffer."""
+        return self.bits // 8
+
+    @property
+    def is_int(self) -> bool:
+        """Signed or unsigned integer."""
+        return self.kind in (Kind.INT, Kind.UINT)
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind is Kind.FLOAT
+
+    @property
+    def is_signed(self) -> bool:
+        """Signed integer or float."""
+        return self.kind in (Kind.INT, Kind.FLOAT)
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The numpy dtype of a buffer of this scalar (bf16 has none: ``uint16`` storage)."""
+        return np.dtype(_NUMPY[self.name])
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"cj.{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class ArrayType:
+    """A one-dimensional buffer of ``elem``, with a length known at launch."""
+
+    elem: Scalar
+    """The element type."""
+
+    def __str__(self) -> str:
+        return f"Array[{self.elem.name}]"
+
+    def __repr__(self) -> str:
+        return f"cj.Array[cj.{self.elem.name}]"
+
+
+Type = Scalar | ArrayType
+
+bool_ = Scalar("bool", Kind.BOOL, 8)
+i32 = Scalar("i32", Kind.INT, 32)
+i64 = Scalar("i64", Kind.INT, 64)
+u32 = Scalar("u32", Kind.UINT, 32)
+u64 = Scalar("u64", Kind.UINT, 64)
+f16 = Scalar("f16", Kind.FLOAT, 16)
+bf16 = Scalar("bf16", Kind.FLOAT, 16)
+f32 = Scalar("f32", Kind.FLOAT, 32)
+f64 = Scalar("f64", Kind.FLOAT, 64)
+
+SCALARS: dict[str, Scalar] = {
+    t.name: t for t in (bool_, i32, i64, u32, u64, f16, bf16, f32, f64)
+}
+"""Every scalar by name."""
+
+_NUMPY = {
+    "bool": "bool",
+    "i32": "int32",
+    "i64": "int64",
+    "u32": "uint32",
+    "u64": "uint64",
+    "f16": "float16",
+    "bf16": "uint16",
+    "f32": "float32",
+    "f64": "float64",
+}
+
+
+def from_dtype(dtype: np.dtype) -> Scalar | None:
+    """The scalar whose buffers have ``dtype``; ``None`` when cubejit has none (bf16 buffers
+    cannot be told apart from ``uint16`` ones and are never inferred)."""
+    for name, numpy_name in _NUMPY.items():
+        if name != "bf16" and np.dtype(numpy_name) == dtype:
+            return SCALARS[name]
+    return None

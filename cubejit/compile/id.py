@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import math
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 V = TypeVar("V")
@@ -84,6 +84,7 @@ class KernelId:
     """What else decides the code, in canonical form (see :func:`canonical`)."""
     cube_dim: tuple[int, int, int]
     """Units per cube along x, y, z."""
+    _hash: int = field(compare=False, repr=False)
 
     def __init__(
         self,
@@ -94,6 +95,10 @@ class KernelId:
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "info", canonical(info))
         object.__setattr__(self, "cube_dim", _dims(cube_dim))
+        object.__setattr__(self, "_hash", hash((self.name, self.info, self.cube_dim)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     def stable_hash(self) -> str:
         """A hex digest of the whole id, the same in every process."""
@@ -113,6 +118,14 @@ class ArtifactId(Generic[V]):
     variant: V
     """What the launch decides about the artifact that the kernel id does not (the CPU
     backend's buffer alignment); ``None`` when the kernel id says everything."""
+    _hash: int = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # Ids are looked up on every launch: hash once, not on every lookup.
+        object.__setattr__(self, "_hash", hash((self.kernel, self.variant)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     def stable_hash(self) -> str:
         """A hex digest of kernel and variant, the same in every process."""

@@ -1,0 +1,163 @@
+"""cubejit's CPU backend beside numpy and Numba: saxpy, a fused chain, launch overhead.
+
+Prints one table: the median time of each contender and its ratio to numpy (above 1 means
+faster than numpy). Numba's ``@njit(parallel=True)`` joins when it is installed. Kernels are
+compiled (and Numba's functions jitted) before timing starts.
+
+    python benchmarks/cpu_kernels.py [--size-log2 24] [--repeat 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+import cubejit as cj
+
+
+@cj.kernel
+def saxpy(a: cj.f32, x: cj.Array[cj.f32], y: cj.Array[cj.f32], out: cj.Array[cj.f32]):
+    i = cj.ABSOLUTE_POS
+    if i < out.len():
+        out[i] = a * x[i] + y[i]
+
+
+@cj.kernel
+def chain(
+    a: cj.f32,
+    x: cj.Array[cj.f32],
+    y: cj.Array[cj.f32],
+    z: cj.Array[cj.f32],
+    out: cj.Array[cj.f32],
+):
+    i = cj.ABSOLUTE_POS
+    if i < out.len():
+        out[i] = cj.tanh(a * x[i] + y[i]) * z[i]
+
+
+@cj.kernel
+def touch(x: cj.Array[cj.f32]):
+    i = cj.ABSOLUTE_POS
+    if i < x.len():
+        x[i] = x[i] + 1.0
+
+
+def median_seconds(run: Callable[[], object], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def numba_versions() -> dict[str, Callable[..., object]] | None:
+    try:
+        import numba
+    except ImportError:
+        return None
+
+    @numba.njit(parallel=True, fastmath=False)
+    def nb_saxpy(a, x, y, out):
+        for i in numba.prange(out.size):
+            out[i] = a * x[i] + y[i]
+
+    @numba.njit(parallel=True, fastmath=False)
+    def nb_chain(a, x, y, z, out):
+        for i in numba.prange(out.size):
+            out[i] = np.tanh(a * x[i] + y[i]) * z[i]
+
+    @numba.njit
+    def nb_touch(x):
+        for i in range(x.size):
+            x[i] = x[i] + 1.0
+
+    return {"saxpy": nb_saxpy, "chain": nb_chain, "touch": nb_touch}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size-log2", type=int, default=24)
+    parser.add_argument("--repeat", type=int, default=15)
+    options = parser.parse_args()
+    n = 2**options.size_log2
+    client = cj.client("cpu")
+    rng = np.random.default_rng(0)
+    x, y, z = (rng.random(n, dtype=np.float32) for _ in range(3))
+    out = np.empty(n, np.float32)
+    a = np.float32(2.0)
+    cubes = cj.cdiv(n, 256)
+    rows: list[tuple[str, str, float]] = []
+
+    def cj_saxpy() -> None:
+        saxpy.launch(client, cubes, 256, a, x, y, out)
+
+    def cj_chain() -> None:
+        chain.launch(client, cubes, 256, a, x, y, z, out)
+
+    cj_saxpy()
+    np.testing.assert_allclose(out, a * x + y, rtol=1e-6)
+    cj_chain()
+    np.testing.assert_allclose(out, np.tanh(a * x + y) * z, rtol=1e-5, atol=1e-6)
+    rows.append(("saxpy", "numpy", median_seconds(lambda: a * x + y, options.repeat)))
+    rows.append(("saxpy", "cubejit", median_seconds(cj_saxpy, options.repeat)))
+    rows.append(("chain", "numpy", median_seconds(lambda: np.tanh(a * x + y) * z, options.repeat)))
+    rows.append(("chain", "cubejit", median_seconds(cj_chain, options.repeat)))
+
+    small = np.zeros(16, np.float32)
+    touch.launch(client, 1, 16, small)
+    launches = 20_000
+    rows.append(
+        (
+            "launch, 16 elements",
+            "cubejit",
+            median_seconds(lambda: touch.launch(client, 1, 16, small), launches),
+        )
+    )
+
+    jitted = numba_versions()
+    if jitted is not None:
+        jitted["saxpy"](a, x, y, out)
+        jitted["chain"](a, x, y, z, out)
+        jitted["touch"](small)
+        rows.append(
+            (
+                "saxpy",
+                "numba",
+                median_seconds(lambda: jitted["saxpy"](a, x, y, out), options.repeat),
+            )
+        )
+        rows.append(
+            (
+                "chain",
+                "numba",
+                median_seconds(lambda: jitted["chain"](a, x, y, z, out), options.repeat),
+            )
+        )
+        rows.append(
+            (
+                "launch, 16 elements",
+                "numba",
+                median_seconds(lambda: jitted["touch"](small), launches),
+            )
+        )
+
+    print(
+        f"float32, n = 2**{options.size_log2}, median of {options.repeat} runs "
+        f"(launch: median of {launches}); ratio = numpy time / contender time"
+    )
+    print(f"{'case':<22}{'contender':<11}{'median':>12}{'vs numpy':>10}")
+    baseline = {case: seconds for case, who, seconds in rows if who == "numpy"}
+    order = {"saxpy": 0, "chain": 1, "launch, 16 elements": 2}
+    for case, who, seconds in sorted(rows, key=lambda r: (order[r[0]], r[1] != "numpy")):
+        shown = f"{seconds * 1e6:.2f} us" if seconds < 1e-3 else f"{seconds * 1e3:.2f} ms"
+        ratio = f"{baseline[case] / seconds:.2f}x" if case in baseline else ""
+        print(f"{case:<22}{who:<11}{shown:>12}{ratio:>10}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,435 @@
+"""cubejit's CUDA backend side by side with CuPy's RawKernel and Triton, on one GPU.
+
+Run from the repository root on a machine with an NVIDIA GPU (CuPy and Triton optional)::
+
+    PYTHONPATH=. python benchmarks/cuda_vs_peers.py
+
+It measures, and prints as one table with ratios:
+
+- **cold**: defining, compiling, loading and first launching a saxpy in a fresh process with an
+  empty cache (each library its own fresh cache directory); **warm**: the same in a fresh
+  process whose cache the cold run filled. Timed inside the process, after imports and device
+  set-up, up to the end of the first launch (a synchronisation).
+- **launch overhead**: host time of one launch of a loaded saxpy on 4096 floats, the median of
+  20,000 (each timed alone, the device synchronised every 1,000 outside the timing), beside a
+  bare ``cuLaunchKernel`` through ``cuda.bindings`` (Python argument tuples, and a prebuilt
+  argument array) and through ``ctypes`` with a prebuilt argument array.
+- **parallel compile**: 32 distinct heavy kernels (NVRTC-bound) compiled by a loader with
+  ``parallelism=1``, then 32 others with ``parallelism=16``.
+- **generated code**: saxpy on 2**28 float32, bytes moved per second against a device-to-device
+  copy of the same size, both timed with CUDA events on the client's stream.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+N_FIRST = 1 << 20
+N_OVERHEAD = 4096
+
+CUBEJIT_FIRST = """
+import json, time, numpy as np
+import cubejit as cj
+client = cj.client("cuda")
+n = {n}
+x_host = np.random.rand(n).astype(np.float32)
+x, y, out = client.to_device(x_host), client.to_device(x_host), client.empty(n, cj.f32)
+client.sync()
+start = time.perf_counter()
+
+@cj.kernel
+def saxpy(a: cj.f32, x: cj.Array[cj.f32], y: cj.Array[cj.f32], out: cj.Array[cj.f32]):
+    i = cj.ABSOLUTE_POS
+    if i < out.len():
+        out[i] = a * x[i] + y[i]
+
+saxpy.launch(client, n // 256, 256, 2.0, x, y, out)
+client.sync()
+seconds = time.perf_counter() - start
+assert np.allclose(client.read(out), 3 * x_host)
+print(json.dumps({{"seconds": seconds, "compiles": client.compiler.compilations}}))
+"""
+
+CUPY_SOURCE = r"""
+extern "C" __global__ void saxpy(float a, const float* x, const float* y, float* out,
+                                 unsigned int n) {
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = a * x[i] + y[i];
+}
+"""
+
+CUPY_FIRST = """
+import json, time, numpy as np, cupy as cp
+n = {n}
+x = cp.random.rand(n, dtype=cp.float32)
+out = cp.empty(n, cp.float32)
+cp.cuda.Device().synchronize()
+start = time.perf_counter()
+kernel = cp.RawKernel({source!r}, "saxpy")
+kernel((n // 256,), (256,), (cp.float32(2.0), x, x, out, cp.uint32(n)))
+cp.cuda.Device().synchronize()
+seconds = time.perf_counter() - start
+assert cp.allclose(out, 3 * x)
+print(json.dumps({{"seconds": seconds}}))
+"""
+
+TRITON_FIRST = """
+import json, time, torch, triton, triton.language as tl
+n = {n}
+x = torch.rand(n, device="cuda")
+out = torch.empty(n, device="cuda")
+torch.cuda.synchronize()
+start = time.perf_counter()
+
+@triton.jit
+def saxpy(a, x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, a * tl.load(x_ptr + offsets, mask=mask)
+             + tl.load(y_ptr + offsets, mask=mask), mask=mask)
+
+saxpy[(n // 1024,)](2.0, x, x, out, n, BLOCK=1024)
+torch.cuda.synchronize()
+seconds = time.perf_counter() - start
+assert torch.allclose(out, 3 * x)
+print(json.dumps({{"seconds": seconds}}))
+"""
+
+
+def first_launch(name: str, script: str, cache: dict[str, str]) -> dict[str, Any] | str:
+    """Runs ``script`` in a fresh process with ``cache`` in its environment; its JSON line,
+    or why it failed."""
+    with tempfile.NamedTemporaryFile("w", suffix=f"_{name}.py", delete=False) as f:
+        f.write(script)
+    environ = {**os.environ, **cache, "PYTHONPATH": str(ROOT)}
+    try:
+        done = subprocess.run(
+            [sys.executable, f.name], env=environ, capture_output=True, text=True, timeout=300
+        )
+    finally:
+        os.unlink(f.name)
+    if done.returncode != 0:
+        return (done.stderr.strip().splitlines() or ["failed"])[-1]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def cold_and_warm(work: Path) -> dict[str, tuple[Any, Any]]:
+    peers = {
+        "cubejit": (CUBEJIT_FIRST.format(n=N_FIRST), "CUBEJIT_CACHE_DIR"),
+        "CuPy": (CUPY_FIRST.format(n=N_FIRST, source=CUPY_SOURCE), "CUPY_CACHE_DIR"),
+        "Triton": (TRITON_FIRST.format(n=N_FIRST), "TRITON_CACHE_DIR"),
+    }
+    results = {}
+    for name, (script, variable) in peers.items():
+        cache = {variable: str(work / f"cache-{name}")}
+        cold = first_launch(name, script, cache)
+        warm = first_launch(name, script, cache)
+        results[name] = (cold, warm)
+    return results
+
+
+def per_call_median(call: Callable[[], Any], sync: Callable[[], Any], count: int) -> float:
+    """The median host time of ``call`` in microseconds, each call timed alone."""
+    clock = time.perf_counter_ns
+    samples = []
+    for done in range(count):
+        if done % 1000 == 0:
+            sync()
+        start = clock()
+        call()
+        samples.append(clock() - start)
+    sync()
+    return statistics.median(samples) / 1e3
+
+
+def launch_overheads(count: int) -> dict[str, float | str]:
+    import cubejit as cj
+    from cubejit.backends.cuda.launch import driver_launch_kernel
+    from cubejit.compile.id import ArtifactId
+
+    @cj.kernel
+    def saxpy(a: cj.f32, x: cj.Array[cj.f32], y: cj.Array[cj.f32], out: cj.Array[cj.f32]):
+        i = cj.ABSOLUTE_POS
+        if i < out.len():
+            out[i] = a * x[i] + y[i]
+
+    client = cj.client("cuda")
+    n = N_OVERHEAD
+    x = client.to_device(np.random.rand(n).astype(np.float32))
+    out = client.empty(n, cj.f32)
+    cubes = n // 256
+    saxpy.launch(client, cubes, 256, 2.0, x, x, out)
+    results: dict[str, float | str] = {
+        "cubejit": per_call_median(
+            lambda: saxpy.launch(client, cubes, 256, 2.0, x, x, out), client.sync, count
+        )
+    }
+    from cuda.bindings import driver
+
+    handle = client.loader.get(ArtifactId(saxpy.specialize(256).id(), None))
+    function, stream = driver.CUfunction(handle.function), driver.CUstream(client.stream_handle)
+    values = (ctypes.c_uint64 * 7)(0, x.ptr, n, x.ptr, n, out.ptr, n)
+    ctypes.c_float.from_address(ctypes.addressof(values)).value = 2.0
+    pointers = (ctypes.c_void_p * 7)(*(ctypes.addressof(values) + 8 * i for i in range(7)))
+    address = ctypes.addressof(pointers)
+    p, u = ctypes.c_void_p, ctypes.c_uint
+    types = (ctypes.c_float, p, u, p, u, p, u)
+    results["cuda.bindings, argument tuples"] = per_call_median(
+        lambda: driver.cuLaunchKernel(
+            function,
+            cubes,
+            1,
+            1,
+            256,
+            1,
+            1,
+            0,
+            stream,
+            ((2.0, x.ptr, n, x.ptr, n, out.ptr, n), types),
+            0,
+        ),
+        client.sync,
+        count,
+    )
+    results["cuda.bindings, prebuilt arguments"] = per_call_median(
+        lambda: driver.cuLaunchKernel(function, cubes, 1, 1, 256, 1, 1, 0, stream, address, 0),
+        client.sync,
+        count,
+    )
+    launch = driver_launch_kernel()
+    f, s, a = p(handle.function), p(client.stream_handle), p(address)
+    results["ctypes, prebuilt arguments"] = per_call_median(
+        lambda: launch(f, cubes, 1, 1, 256, 1, 1, 0, s, a, None), client.sync, count
+    )
+    results.update(peer_overheads(count))
+    return results
+
+
+def peer_overheads(count: int) -> dict[str, float | str]:
+    results: dict[str, float | str] = {}
+    try:
+        import cupy as cp
+
+        kernel = cp.RawKernel(CUPY_SOURCE, "saxpy")
+        x = cp.random.rand(N_OVERHEAD, dtype=cp.float32)
+        out = cp.empty_like(x)
+        args = (cp.float32(2.0), x, x, out, cp.uint32(N_OVERHEAD))
+        grid = (N_OVERHEAD // 256,)
+        kernel(grid, (256,), args)
+        sync = cp.cuda.Device().synchronize
+        results["CuPy"] = per_call_median(lambda: kernel(grid, (256,), args), sync, count)
+    except Exception as e:
+        results["CuPy"] = f"n/a ({type(e).__name__})"
+    try:
+        import torch
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def saxpy(a, x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+            offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            mask = offsets < n
+            x = tl.load(x_ptr + offsets, mask=mask)
+            tl.store(out_ptr + offsets, a * x + tl.load(y_ptr + offsets, mask=mask), mask=mask)
+
+        x = torch.rand(N_OVERHEAD, device="cuda")
+        out = torch.empty_like(x)
+        grid = (N_OVERHEAD // 1024,)
+        saxpy[grid](2.0, x, x, out, N_OVERHEAD, BLOCK=1024)
+        results["Triton"] = per_call_median(
+            lambda: saxpy[grid](2.0, x, x, out, N_OVERHEAD, BLOCK=1024),
+            torch.cuda.synchronize,
+            count,
+        )
+    except Exception as e:
+        results["Triton"] = f"n/a ({type(e).__name__})"
+    return results
+
+
+def parallel_compile(kernels: int, steps: int) -> dict[str, float]:
+    import cubejit as cj
+    from cubejit.compile.loader import KernelLoader
+
+    @cj.kernel
+    def heavy(
+        x: cj.Array[cj.f32], out: cj.Array[cj.f32], steps: cj.Comptime[int], seed: cj.Comptime[int]
+    ):
+        i = cj.ABSOLUTE_POS
+        if i < x.len():
+            acc = x[i]
+            for k in cj.unroll(range(steps)):
+                acc = cj.sin(acc) * cj.erf(acc + cj.f32(seed)) + cj.pow(
+                    cj.abs(acc), cj.f32(k % 3 + 1)
+                ) / cj.f32(k + 1)
+            out[i] = acc
+
+    client = cj.client("cuda")
+    results = {}
+    for parallelism, first_seed in ((1, 0), (16, 1000)):
+        loader = KernelLoader(client.loader.target, parallelism=parallelism)
+        before = client.compiler.compilations
+        for seed in range(first_seed, first_seed + kernels):
+            loader.enqueue(heavy.specialize(256, steps=steps, seed=seed), None)
+        start = time.perf_counter()
+        loader.compile_queued()
+        results[f"p={parallelism}"] = time.perf_counter() - start
+        assert client.compiler.compilations - before == kernels
+    return results
+
+
+def bandwidth() -> dict[str, float]:
+    from cuda.bindings import driver
+
+    import cubejit as cj
+
+    @cj.kernel
+    def saxpy(a: cj.f32, x: cj.Array[cj.f32], y: cj.Array[cj.f32], out: cj.Array[cj.f32]):
+        i = cj.ABSOLUTE_POS
+        if i < out.len():
+            out[i] = a * x[i] + y[i]
+
+    client = cj.client("cuda")
+    n = 1 << 28
+    host = np.random.rand(n).astype(np.float32)
+    x, y, out = client.to_device(host), client.to_device(host), client.empty(n, cj.f32)
+    stream = driver.CUstream(client.stream_handle)
+    _, start = driver.cuEventCreate(0)
+    _, end = driver.cuEventCreate(0)
+
+    def timed(run: Callable[[], Any], reps: int = 10) -> float:
+        run()
+        client.sync()
+        driver.cuEventRecord(start, stream)
+        for _ in range(reps):
+            run()
+        driver.cuEventRecord(end, stream)
+        driver.cuEventSynchronize(end)
+        _, ms = driver.cuEventElapsedTime(start, end)
+        return ms / 1e3 / reps
+
+    saxpy_s = timed(lambda: saxpy.launch(client, n // 256, 256, 2.0, x, y, out))
+    assert np.allclose(client.read(out)[:1000], 3 * host[:1000])
+    copy_s = timed(lambda: driver.cuMemcpyDtoDAsync(out.ptr, x.ptr, 4 * n, stream))
+    return {"saxpy": 12 * n / saxpy_s, "copy": 8 * n / copy_s}
+
+
+def show(value: Any, unit: str, scale: float = 1.0) -> str:
+    if isinstance(value, dict):
+        value = value["seconds"]
+    if isinstance(value, str):
+        return value
+    return f"{value * scale:.3g} {unit}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--launches", type=int, default=20_000)
+    parser.add_argument("--kernels", type=int, default=32)
+    parser.add_argument("--steps", type=int, default=24, help="unrolled steps of a heavy kernel")
+    parser.add_argument(
+        "--skip", nargs="*", default=(), choices=("first", "launch", "compile", "bandwidth")
+    )
+    options = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="cubejit-bench-"))
+    os.environ["CUBEJIT_CACHE_DIR"] = str(work / "cache-main")
+    rows: list[tuple[str, str, str, str, str]] = []
+    if "first" not in options.skip:
+        first = cold_and_warm(work)
+        for label, index in (("cold first launch", 0), ("warm first launch", 1)):
+            ours, cupy, triton = (first[k][index] for k in ("cubejit", "CuPy", "Triton"))
+            ratio = (
+                f"{cupy['seconds'] / ours['seconds']:.2f}x CuPy's speed"
+                if isinstance(ours, dict) and isinstance(cupy, dict)
+                else "-"
+            )
+            rows.append(
+                (
+                    label,
+                    show(ours, "ms", 1e3),
+                    show(cupy, "ms", 1e3),
+                    show(triton, "ms", 1e3),
+                    ratio,
+                )
+            )
+        compiles = [first["cubejit"][i] for i in (0, 1)]
+        rows.append(
+            (
+                "  NVRTC runs (cold, warm)",
+                " / ".join(
+                    str(c.get("compiles")) if isinstance(c, dict) else "-" for c in compiles
+                ),
+                "",
+                "",
+                "warm must be 0",
+            )
+        )
+    if "launch" not in options.skip:
+        overhead = launch_overheads(options.launches)
+        ours = overhead.pop("cubejit")
+        cupy, triton = overhead.pop("CuPy"), overhead.pop("Triton")
+        rows.append(
+            (
+                "launch overhead (median)",
+                show(ours, "us"),
+                show(cupy, "us"),
+                show(triton, "us"),
+                "target <= 6 us",
+            )
+        )
+        for name, value in overhead.items():
+            rows.append((f"  bare cuLaunchKernel: {name}", show(value, "us"), "", "", ""))
+    if "compile" not in options.skip:
+        times = parallel_compile(options.kernels, options.steps)
+        speedup = times["p=1"] / times["p=16"]
+        rows.append(
+            (
+                f"compile {options.kernels} heavy kernels, p=1",
+                show(times["p=1"], "s"),
+                "",
+                "",
+                f"{times['p=1'] / options.kernels:.2f} s per kernel",
+            )
+        )
+        rows.append(
+            (
+                f"compile {options.kernels} heavy kernels, p=16",
+                show(times["p=16"], "s"),
+                "",
+                "",
+                f"{speedup:.1f}x faster (target >= 8x)",
+            )
+        )
+    if "bandwidth" not in options.skip:
+        rates = bandwidth()
+        rows.append(
+            (
+                "saxpy 2**28 f32 bandwidth",
+                show(rates["saxpy"], "GB/s", 1e-9),
+                "",
+                "",
+                f"{rates['saxpy'] / rates['copy']:.1%} of copy (target >= 90%)",
+            )
+        )
+        rows.append(("  device-to-device copy", show(rates["copy"], "GB/s", 1e-9), "", "", ""))
+    header = ("measure", "cubejit", "CuPy", "Triton", "ratio / target")
+    widths = [max(len(r[i]) for r in (header, *rows)) for i in range(5)]
+    for row in (header, tuple("-" * w for w in widths), *rows):
+        print(" | ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)))
+
+
+if __name__ == "__main__":
+    main()

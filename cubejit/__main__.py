@@ -1,0 +1,9 @@
+"""``python -m cubejit``: the ``cubejit`` command."""
+
+from __future__ import annotations
+
+import sys
+
+from cubejit.cli import main
+
+sys.exit(main())

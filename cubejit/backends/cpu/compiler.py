@@ -1,0 +1,175 @@
+"""The CPU backend's half of compiling that may run on any thread: IR to C, C to a shared object.
+
+:class:`CpuCompiler` lowers a kernel (validate cube_dim, expand to IR, emit C) and finalizes the
+C text with the system C compiler (``config.settings().cc``), each run its own subprocess in its
+own temporary directory, so any number of threads may finalize at once; the subprocess releases
+the GIL, which is where compile threads buy real parallelism. Every run of the C compiler is
+counted by :data:`compiler_runs`, so tests and benchmarks count compiles instead of guessing
+from time.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cubejit import config
+from cubejit.backends.cpu.artifact import CpuArtifact
+from cubejit.backends.cpu.codegen import ENTRY, translation_unit
+from cubejit.backends.cpu.fingerprint import compile_flags
+from cubejit.backends.cpu.layout import describe
+from cubejit.compile.id import ArtifactId
+from cubejit.errors import CompilationError, ValidationError
+from cubejit.runtime.limits import DeviceLimits
+
+CPU_LIMITS = DeviceLimits(
+    max_units_per_cube=1024,
+    max_cube_dim=(1024, 1024, 64),
+    max_cube_count=(2**31 - 1, 65535, 65535),
+)
+"""The CPU's limits are CUDA's, so that a kernel launched on one runs on the other; units
+beyond them would not run faster on a CPU, whose cubes are loops on a few threads."""
+
+ALIGNMENTS = (1, 2, 4, 8, 16, 32, 64)
+"""The alignment variants a CPU artifact may be built for, in bytes."""
+
+
+class CompilerRuns:
+    """A thread-safe count of C compiler runs since the process started."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._count = 0
+
+    @property
+    def count(self) -> int:
+        return self._count
+
+    def increment(self) -> None:
+        with self._lock:
+            self._count += 1
+
+
+compiler_runs = CompilerRuns()
+"""Every run of the C compiler by any :class:`CpuCompiler` of this process."""
+
+
+@dataclass(frozen=True, slots=True)
+class CpuLowered:
+    """A kernel lowered to C, not yet compiled."""
+
+    source: str
+    """The whole translation unit."""
+    kernel: str
+    """The kernel's qualified name, for messages (never part of the text)."""
+    where: str
+    """The kernel's ``file:line``, for messages."""
+    layout: tuple[tuple[str, str, str], ...]
+    """The argument layout (see :func:`cubejit.backends.cpu.layout.describe`)."""
+
+
+class CpuCompiler:
+    """Lowers kernels to C and compiles them; thread-safe, shared by every compile worker."""
+
+    def __init__(self, limits: DeviceLimits = CPU_LIMITS) -> None:
+        self.limits = limits
+
+    def lower(self, kernel: Any, id: ArtifactId[int], recording: Any, logger: Any) -> CpuLowered:
+        """Validates ``kernel.cube_dim`` against the CPU's limits (ValidationError, before any
+        compiler runs), expands the kernel to IR and emits its C for alignment ``id.variant``."""
+        where = f"{kernel.file}:{kernel.line}"
+        cube_dim = tuple(kernel.cube_dim)
+        self.limits.check_cube_dim(cube_dim, kernel.name, where)  # type: ignore[arg-type]
+        if id.variant not in ALIGNMENTS:
+            raise ValidationError(
+                f"kernel {kernel.name} ({where}): alignment variant "
+                f"{id.variant!r} is not one of {ALIGNMENTS}",
+                kernel=kernel.name,
+            )
+        kernel_ir = kernel.define()
+        recording.defined(str(kernel_ir))
+        source = translation_unit(kernel_ir, cube_dim, id.variant)  # type: ignore[arg-type]
+        recording.source(source)
+        layout = tuple(tuple(item) for item in describe(kernel_ir.params))
+        return CpuLowered(source, kernel.name, where, layout)  # type: ignore[arg-type]
+
+    @staticmethod
+    def source(lowered: CpuLowered) -> str:
+        """The C text: kernels whose C is equal share one compiled artifact."""
+        return lowered.source
+
+    def finalize(self, id: ArtifactId[int], lowered: CpuLowered) -> CpuArtifact:
+        """Compiles ``lowered`` into a shared object. Raises CompilationError carrying the
+        compiler's log and the C source when it fails or runs past the compile timeout."""
+        settings = config.settings()
+        with tempfile.TemporaryDirectory(prefix="cubejit-cc-") as folder:
+            work = Path(folder)
+            (work / "kernel.c").write_text(lowered.source, encoding="utf-8")
+            command = [settings.cc, *compile_flags(settings), "-o", "kernel.so", "kernel.c"]
+            log = _run_compiler(command, work, settings.compile_timeout, lowered)
+            try:
+                library = (work / "kernel.so").read_bytes()
+            except OSError:
+                raise CompilationError(
+                    f"kernel {lowered.kernel} ({lowered.where}): the C compiler {settings.cc!r} "
+                    f"wrote no shared object\n{log}",
+                    kernel=lowered.kernel,
+                    log=log,
+                    source=lowered.source,
+                ) from None
+        return CpuArtifact(library, ENTRY, lowered.layout)
+
+
+def _run_compiler(command: list[str], work: Path, timeout: float, lowered: CpuLowered) -> str:
+    """Runs the compiler in its own process group (so a timeout kills the whole of it) and
+    returns its log."""
+    compiler_runs.increment()
+    try:
+        process = subprocess.Popen(
+            command,
+            cwd=work,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError as e:
+        raise CompilationError(
+            f"kernel {lowered.kernel} ({lowered.where}): cannot run the C compiler "
+            f"{command[0]!r}: {e}. Install a C compiler or point CC at one.",
+            kernel=lowered.kernel,
+            log=str(e),
+            source=lowered.source,
+        ) from None
+    try:
+        output, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        output, _ = process.communicate()
+        log = output.decode("utf-8", "replace")
+        raise CompilationError(
+            f"kernel {lowered.kernel} ({lowered.where}): the C compiler ran past the compile "
+            f"timeout of {timeout:g} s (CUBEJIT_COMPILE_TIMEOUT) and was killed",
+            kernel=lowered.kernel,
+            log=log,
+            source=lowered.source,
+        ) from None
+    log = output.decode("utf-8", "replace")
+    if process.returncode != 0:
+        raise CompilationError(
+            f"kernel {lowered.kernel} ({lowered.where}): the C compiler failed "
+            f"(exit status {process.returncode}):\n{log}",
+            kernel=lowered.kernel,
+            log=log,
+            source=lowered.source,
+        )
+    return log

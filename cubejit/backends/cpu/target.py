@@ -1,0 +1,107 @@
+"""The CPU backend's half of compiling that runs on the launching thread: the store and loads.
+
+:class:`CpuTarget` keeps artifacts in the compilation store (an
+:class:`~cubejit.environment.ArtifactStore` namespace of the active environment) under two kinds
+of key: the artifact id, and the C source an artifact was compiled from, so a kernel whose text
+was compiled before under another id is served without compiling. Loading writes the shared object to a uniquely named temporary file,
+``dlopen``s it and unlinks it at once: nothing stays on disk, and no two libraries of a process
+ever share a path (the dynamic loader would hand back the first).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+import logging
+import os
+import secrets
+import tempfile
+from dataclasses import dataclass
+from typing import Any
+
+from cubejit.backends.cpu.artifact import CpuArtifact
+from cubejit.backends.cpu.compiler import CpuCompiler
+from cubejit.backends.cpu.fingerprint import cpu_fingerprint
+from cubejit.compile.id import ArtifactId
+from cubejit.environment import ArtifactStore
+from cubejit.errors import CompilationError
+
+_log = logging.getLogger("cubejit.compilation")
+_names = itertools.count()
+
+
+@dataclass(frozen=True, slots=True)
+class CpuLoaded:
+    """A kernel loaded in this process: call :attr:`entry` with the packed argument block."""
+
+    library: ctypes.CDLL
+    """The loaded shared object (kept so it stays loaded)."""
+    entry: Any
+    """The ``ctypes`` function of the launch entry: ``entry(args: bytes) -> None``."""
+    layout: tuple[tuple[str, str, str], ...]
+    """The argument layout the artifact was built for."""
+
+
+class CpuTarget:
+    """Stores and loads CPU artifacts; used only on the thread that launches."""
+
+    def __init__(
+        self, compiler: CpuCompiler | None = None, store: ArtifactStore | None = None
+    ) -> None:
+        self._compiler = compiler or CpuCompiler()
+        self.artifacts = store if store is not None else ArtifactStore("cpu", cpu_fingerprint())
+        """The compilation store's namespace for this compiler's artifacts."""
+
+    def compiler(self) -> CpuCompiler:
+        return self._compiler
+
+    def persists(self) -> bool:
+        return self.artifacts.persists()
+
+    def generation(self) -> int:
+        return self.artifacts.generation()
+
+    def stored(self, id: ArtifactId[Any]) -> CpuArtifact | None:
+        return self._artifact(self.artifacts.stored(id), id)
+
+    def stored_for_source(self, source: str) -> CpuArtifact | None:
+        return self._artifact(self.artifacts.stored_for_source(source), source)
+
+    def store(self, id: ArtifactId[Any], artifact: CpuArtifact, source: str | None) -> bool:
+        return self.artifacts.store(id, artifact.library, artifact.metadata(), source)
+
+    def abandon(self, id: ArtifactId[Any]) -> None:
+        """``id`` failed and will not be stored: hosts of a fleet waiting for it compile it."""
+        self.artifacts.abandon(id)
+
+    def load(self, id: ArtifactId[Any], artifact: CpuArtifact) -> CpuLoaded:
+        """Loads ``artifact``'s shared object; CompilationError when the system refuses it."""
+        name = f"cubejit-{os.getpid()}-{next(_names)}-{secrets.token_hex(4)}.so"
+        path = os.path.join(tempfile.gettempdir(), name)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o700)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(artifact.library)
+                library = ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
+            finally:
+                os.unlink(path)
+            entry = library[artifact.entry]
+        except (OSError, AttributeError) as e:
+            raise CompilationError(
+                f"cannot load the CPU artifact of {id}: {e}", kernel=id.kernel.name
+            ) from None
+        entry.argtypes = [ctypes.c_char_p]
+        entry.restype = None
+        return CpuLoaded(library, entry, artifact.layout)
+
+    def _artifact(
+        self, found: tuple[bytes, dict[str, Any]] | None, what: object
+    ) -> CpuArtifact | None:
+        if found is None:
+            return None
+        try:
+            return CpuArtifact.from_parts(*found)
+        except ValueError as e:
+            _log.warning("dropping an unreadable CPU artifact for %s: %s", what, e)
+            return None

@@ -1,0 +1,384 @@
+"""One walker from the IR to C-family text, shared by the C and CUDA backends.
+
+The walker owns control flow and the language's semantics (floor ``//`` and ``%``, wrapping
+unsigned arithmetic, ``range`` evaluating its stop and step once, lazy ``Select`` and
+short-circuit ``and``/``or``); a :class:`Dialect` owns spellings: type names, how a position is
+read, math function names, literals and the qualifier of helper functions. A backend gets the
+kernel *body* from :func:`emit_body` and writes its own wrapper around it (the C backend a unit
+function and a launch entry, the CUDA backend a ``__global__`` function).
+
+Names in the text are decorated so that no IR name can clash with the target language:
+:func:`param_name` (``p_x``), :func:`length_name` (``n_x``), :func:`local_name` (``v_i``);
+positions read as :func:`position_name` (``pos_absolute_pos``). Everything the walker invents
+itself starts with ``cj_``. Expressions are fully parenthesised. The text depends on the IR
+alone, never on the kernel's name, so two kernels that lower to the same IR share one artifact.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from cubejit.backends.cstyle_helpers import helper_definitions
+from cubejit.errors import UnsupportedError
+from cubejit.ir import nodes as ir
+from cubejit.ir.types import Kind, Scalar, f32, f64, i64, u32
+from cubejit.ir.types import bool_ as bool_t
+
+INDENT = "    "
+
+_ARITH = {
+    ir.BinaryOp.ADD: "+",
+    ir.BinaryOp.SUB: "-",
+    ir.BinaryOp.MUL: "*",
+    ir.BinaryOp.DIV: "/",
+    ir.BinaryOp.BITAND: "&",
+    ir.BinaryOp.BITOR: "|",
+    ir.BinaryOp.BITXOR: "^",
+    ir.BinaryOp.SHL: "<<",
+    ir.BinaryOp.SHR: ">>",
+}
+_COMPARE = {
+    ir.BinaryOp.EQ: "==",
+    ir.BinaryOp.NE: "!=",
+    ir.BinaryOp.LT: "<",
+    ir.BinaryOp.LE: "<=",
+    ir.BinaryOp.GT: ">",
+    ir.BinaryOp.GE: ">=",
+    ir.BinaryOp.AND: "&&",
+    ir.BinaryOp.OR: "||",
+}
+_FLOAT_MATH = {
+    ir.MathFn.SQRT: "sqrt",
+    ir.MathFn.EXP: "exp",
+    ir.MathFn.LOG: "log",
+    ir.MathFn.SIN: "sin",
+    ir.MathFn.COS: "cos",
+    ir.MathFn.TAN: "tan",
+    ir.MathFn.TANH: "tanh",
+    ir.MathFn.ERF: "erf",
+    ir.MathFn.FLOOR: "floor",
+    ir.MathFn.CEIL: "ceil",
+    ir.MathFn.ABS: "fabs",
+    ir.MathFn.MIN: "fmin",
+    ir.MathFn.MAX: "fmax",
+    ir.MathFn.POW: "pow",
+    ir.MathFn.FMA: "fma",
+}
+_AXES = ("x", "y", "z")
+
+
+def param_name(name: str) -> str:
+    """The C name of parameter ``name`` (an array's pointer, or a scalar's value)."""
+    return f"p_{name}"
+
+
+def length_name(name: str) -> str:
+    """The C name of the length (``u32``) of array parameter ``name``."""
+    return f"n_{name}"
+
+
+def local_name(name: str) -> str:
+    """The C name of local ``name``."""
+    return f"v_{name}"
+
+
+def position_name(which: ir.Position) -> str:
+    """The C name the body reads position ``which`` from (see :attr:`Emitted.positions`)."""
+    return f"pos_{which.value.lower()}"
+
+
+class Dialect:
+    """How one C-family language spells what the walker emits.
+
+    A subclass gives :attr:`type_names` and the four per-axis position primitives; the rest has
+    C defaults that CUDA C++ shares. Positions flatten as :class:`~cubejit.ir.nodes.Position`
+    documents, from the primitives, in ``u32`` arithmetic.
+    """
+
+    type_names: dict[str, str] = {}
+    """Spelling of each supported scalar, by IR name; a scalar missing here is unsupported."""
+    helper_qualifier: str = "static inline"
+    """What precedes each helper function of the prelude."""
+    narrowed: frozenset[str] = frozenset({"f16", "bf16"})
+    """Scalars whose arithmetic C computes in a wider type: results are cast back."""
+
+    def type_name(self, t: Scalar) -> str:
+        try:
+            return self.type_names[t.name]
+        except KeyError:
+            raise UnsupportedError(f"this backend has no {t.name}") from None
+
+    def unit_axis(self, axis: int) -> str:
+        """The unit's position within its cube along ``axis`` (0: x)."""
+        raise NotImplementedError
+
+    def cube_axis(self, axis: int) -> str:
+        """The cube's position within the launch along ``axis``."""
+        raise NotImplementedError
+
+    def dim_axis(self, axis: int) -> str:
+        """Units per cube along ``axis``."""
+        raise NotImplementedError
+
+    def count_axis(self, axis: int) -> str:
+        """Cubes in the launch along ``axis``."""
+        raise NotImplementedError
+
+    def position(self, which: ir.Position) -> str:
+        """An expression (``u32``) for position ``which``."""
+        name = which.value
+        axis = _AXES.index(name[-1].lower()) if name[-2] == "_" else None
+        base = name[:-2] if axis is not None else name
+        if base == "ABSOLUTE_POS":
+            if axis is not None:
+                cube, dim = self.cube_axis(axis), self.dim_axis(axis)
+                return f"(({cube} * {dim}) + {self.unit_axis(axis)})"
+            width = [f"({self.count_axis(a)} * {self.dim_axis(a)})" for a in range(2)]
+            x, y, z = (self.position(ir.Position[f"ABSOLUTE_POS_{a.upper()}"]) for a in _AXES)
+            return f"({x} + ({y} * {width[0]}) + ({z} * {width[0]} * {width[1]}))"
+        primitive = {
+            "UNIT_POS": (self.unit_axis, self.dim_axis),
+            "CUBE_POS": (self.cube_axis, self.count_axis),
+            "CUBE_DIM": (self.dim_axis, None),
+            "CUBE_COUNT": (self.count_axis, None),
+        }[base]
+        value, extent = primitive
+        if axis is not None:
+            return value(axis)
+        if extent is None:
+            return f"({value(0)} * {value(1)} * {value(2)})"
+        return (
+            f"({value(0)} + ({value(1)} * {extent(0)}) + ({value(2)} * {extent(0)} * {extent(1)}))"
+        )
+
+    def libm(self, base: str, t: Scalar) -> str:
+        """The C math function ``base`` (``"sqrt"``) for ``t``, an ``f32`` or ``f64``."""
+        return f"{base}f" if t == f32 else base
+
+    def math_type(self, t: Scalar) -> Scalar:
+        """The float type math on ``t`` is computed in (``f32`` for half precision)."""
+        return t if t in (f32, f64) else f32
+
+    def float_literal(self, value: float, t: Scalar) -> str:
+        if math.isnan(value):
+            text = "NAN"
+        elif math.isinf(value):
+            text = "INFINITY" if value > 0 else "(-INFINITY)"
+        else:
+            text = value.hex() + ("f" if t != f64 else "")
+            if value < 0 or text.startswith("-"):
+                text = f"({text})"
+        return text if t in (f32, f64) else f"(({self.type_name(t)}){text})"
+
+    def int_literal(self, value: int, t: Scalar) -> str:
+        if t.kind is Kind.UINT:
+            return f"{value}u" if t.bits == 32 else f"(({self.type_name(t)}){value}ull)"
+        suffix = "" if t.bits == 32 else "ll"
+        if value == -(2 ** (t.bits - 1)):
+            text = f"(-{-value - 1}{suffix} - 1{suffix})"
+        else:
+            text = f"{value}{suffix}" if value >= 0 else f"(-{-value}{suffix})"
+        return text if t.bits == 32 else f"(({self.type_name(t)}){text})"
+
+    def cast(self, code: str, source: Scalar, target: Scalar) -> str:
+        if target == bool_t:
+            return f"(({code}) != 0)"
+        return f"(({self.type_name(target)})({code}))"
+
+
+@dataclass(frozen=True, slots=True)
+class Emitted:
+    """A kernel body in a dialect, ready for a backend's wrapper."""
+
+    helpers: str
+    """Definitions of the helper functions the body calls (floor division, integer pow...),
+    each preceded by the dialect's qualifier; empty when it calls none."""
+    positions: tuple[ir.Position, ...]
+    """The positions the body reads, in enum order; the wrapper need compute only these."""
+    lines: tuple[str, ...]
+    """The body, unindented: position and local declarations first, then the statements."""
+
+
+def emit_body(kernel: ir.KernelIR, dialect: Dialect) -> Emitted:
+    """The body of ``kernel`` in ``dialect``. Raises UnsupportedError for a scalar the dialect
+    does not have, naming the kernel."""
+    walker = _Walker(kernel, dialect)
+    try:
+        return walker.emit()
+    except UnsupportedError as e:
+        raise UnsupportedError(f"kernel {kernel.name}: {e}", kernel=kernel.name) from None
+
+
+class _Walker:
+    def __init__(self, kernel: ir.KernelIR, dialect: Dialect) -> None:
+        self.kernel = kernel
+        self.d = dialect
+        self.params = {p.name for p in kernel.params}
+        self.helpers: set[tuple[str, Scalar]] = set()
+        self.loops = 0
+        self.lines: list[str] = []
+
+    def emit(self) -> Emitted:
+        used = {e.which for e in ir.walk_exprs(self.kernel.body) if isinstance(e, ir.PositionOf)}
+        positions = tuple(p for p in ir.Position if p in used)
+        head = [
+            f"const {self.d.type_name(u32)} {position_name(p)} = {self.d.position(p)};"
+            for p in positions
+        ]
+        for local in self.kernel.locals:
+            zero = self.literal(ir.Const(False if local.type == bool_t else 0, local.type))
+            head.append(f"{self.d.type_name(local.type)} {local_name(local.name)} = {zero};")
+        self.block(self.kernel.body, 0)
+        helpers = helper_definitions(sorted(self.helpers, key=_helper_key), self.d)
+        return Emitted(helpers, positions, (*head, *self.lines))
+
+    def line(self, depth: int, text: str) -> None:
+        self.lines.append(INDENT * depth + text)
+
+    def block(self, stmts: tuple[ir.Stmt, ...], depth: int) -> None:
+        for stmt in stmts:
+            self.stmt(stmt, depth)
+
+    def stmt(self, s: ir.Stmt, depth: int) -> None:
+        if isinstance(s, ir.Assign):
+            self.line(depth, f"{self.var(s.name)} = {self.expr(s.value)};")
+        elif isinstance(s, ir.Store):
+            self.line(depth, f"{param_name(s.array)}[{self.expr(s.index)}] = {self.expr(s.value)};")
+        elif isinstance(s, ir.If):
+            self.if_chain(s, depth, "if")
+        elif isinstance(s, ir.RangeFor):
+            self.range_for(s, depth)
+        elif isinstance(s, ir.While):
+            self.line(depth, f"while ({self.expr(s.cond)}) {{")
+            self.block(s.body, depth + 1)
+            self.line(depth, "}")
+        elif isinstance(s, ir.Break):
+            self.line(depth, "break;")
+        elif isinstance(s, ir.Continue):
+            self.line(depth, "continue;")
+        elif isinstance(s, ir.Return):
+            self.line(depth, "return;")
+        else:
+            raise UnsupportedError(f"no C form for statement {type(s).__name__}")
+
+    def if_chain(self, s: ir.If, depth: int, keyword: str) -> None:
+        self.line(depth, f"{keyword} ({self.expr(s.cond)}) {{")
+        self.block(s.then, depth + 1)
+        if len(s.orelse) == 1 and isinstance(s.orelse[0], ir.If):
+            self.if_chain(s.orelse[0], depth, "} else if")
+            return
+        if s.orelse:
+            self.line(depth, "} else {")
+            self.block(s.orelse, depth + 1)
+        self.line(depth, "}")
+
+    def range_for(self, s: ir.RangeFor, depth: int) -> None:
+        t = s.start.type
+        name = self.d.type_name(t)
+        n = self.loops
+        self.loops += 1
+        counter, stop, step = f"cj_i{n}", f"cj_stop{n}", f"cj_step{n}"
+        self.line(depth, "{")
+        self.line(depth + 1, f"const {name} {stop} = {self.expr(s.stop)};")
+        if isinstance(s.step, ir.Const):
+            step_code = self.expr(s.step)
+            cond = f"({counter} {'<' if s.step.value > 0 else '>'} {stop})"
+        else:
+            self.line(depth + 1, f"const {name} {step} = {self.expr(s.step)};")
+            step_code = step
+            if t.kind is Kind.UINT:
+                cond = f"({counter} < {stop})"
+            else:
+                cond = f"(({step} > 0) ? ({counter} < {stop}) : ({counter} > {stop}))"
+        start = self.expr(s.start)
+        header = f"{name} {counter} = {start}; {cond}; {counter} += {step_code}"
+        self.line(depth + 1, f"for ({header}) {{")
+        self.line(depth + 2, f"{self.var(s.var)} = {counter};")
+        self.block(s.body, depth + 2)
+        self.line(depth + 1, "}")
+        self.line(depth, "}")
+
+    def var(self, name: str) -> str:
+        return param_name(name) if name in self.params else local_name(name)
+
+    def literal(self, c: ir.Const) -> str:
+        if c.type == bool_t:
+            return "true" if c.value else "false"
+        if c.type.is_float:
+            return self.d.float_literal(float(c.value), c.type)
+        return self.d.int_literal(int(c.value), c.type)
+
+    def narrow(self, code: str, t: Scalar) -> str:
+        return f"(({self.d.type_name(t)}){code})" if t.name in self.d.narrowed else code
+
+    def call(self, helper: str, t: Scalar, args: list[str]) -> str:
+        self.helpers.add((helper, t))
+        return f"cj_{helper}_{t.name}({', '.join(args)})"
+
+    def expr(self, e: ir.Expr) -> str:
+        if isinstance(e, ir.Const):
+            return self.literal(e)
+        if isinstance(e, ir.Var):
+            return self.var(e.name)
+        if isinstance(e, ir.PositionOf):
+            return position_name(e.which)
+        if isinstance(e, ir.Length):
+            return length_name(e.array)
+        if isinstance(e, ir.Load):
+            return f"{param_name(e.array)}[{self.expr(e.index)}]"
+        if isinstance(e, ir.Unary):
+            return self.unary(e)
+        if isinstance(e, ir.Binary):
+            return self.binary(e)
+        if isinstance(e, ir.Cast):
+            return self.d.cast(self.expr(e.value), e.value.type, e.type)
+        if isinstance(e, ir.Math):
+            return self.math(e)
+        if isinstance(e, ir.Select):
+            cond, yes, no = (self.expr(x) for x in (e.cond, e.if_true, e.if_false))
+            return f"({cond} ? {yes} : {no})"
+        raise UnsupportedError(f"no C form for expression {type(e).__name__}")
+
+    def unary(self, e: ir.Unary) -> str:
+        operand = self.expr(e.operand)
+        if e.op is ir.UnaryOp.NOT:
+            return f"(!{operand})"
+        symbol = "-" if e.op is ir.UnaryOp.NEG else "~"
+        return self.narrow(f"({symbol}{operand})", e.type)
+
+    def binary(self, e: ir.Binary) -> str:
+        lhs, rhs = self.expr(e.lhs), self.expr(e.rhs)
+        op = e.op
+        if op in _COMPARE:
+            return f"({lhs} {_COMPARE[op]} {rhs})"
+        t = e.type
+        if op in (ir.BinaryOp.FLOORDIV, ir.BinaryOp.MOD):
+            return self.call("floordiv" if op is ir.BinaryOp.FLOORDIV else "mod", t, [lhs, rhs])
+        if op is ir.BinaryOp.POW:
+            if t.is_float:
+                return self.float_math("pow", t, [lhs, rhs])
+            return self.call("pow", t, [lhs, self.d.cast(rhs, e.rhs.type, i64)])
+        return self.narrow(f"({lhs} {_ARITH[op]} {rhs})", t)
+
+    def float_math(self, base: str, t: Scalar, args: list[str]) -> str:
+        compute = self.d.math_type(t)
+        if compute == t:
+            return f"{self.d.libm(base, t)}({', '.join(args)})"
+        widened = [self.d.cast(a, t, compute) for a in args]
+        return self.d.cast(f"{self.d.libm(base, compute)}({', '.join(widened)})", compute, t)
+
+    def math(self, e: ir.Math) -> str:
+        args = [self.expr(a) for a in e.args]
+        t = e.type
+        if t.is_float:
+            return self.float_math(_FLOAT_MATH[e.fn], t, args)
+        if e.fn is ir.MathFn.ABS:
+            return args[0] if t.kind is Kind.UINT else self.call("abs", t, args)
+        if e.fn in (ir.MathFn.MIN, ir.MathFn.MAX):
+            return self.call(e.fn.value, t, args)
+        raise UnsupportedError(f"{e.fn.value} takes floats, not {t.name}")
+
+
+def _helper_key(helper: tuple[str, Scalar]) -> tuple[str, str]:
+    return (helper[0], helper[1].name)

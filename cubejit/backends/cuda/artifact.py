@@ -1,0 +1,92 @@
+"""What the CUDA backend compiles, stores and loads: a cubin and what a launch needs of it.
+
+A stored artifact is bytes (the cubin) plus JSON-able metadata (the entry point, the
+architecture, the parameter layout), in a versioned format: a store may come from another
+machine, so nothing here is ever unpickled, and metadata of another format is refused rather
+than guessed at.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cubejit.ir.nodes import KernelIR
+from cubejit.ir.types import SCALARS, ArrayType, Scalar
+
+FORMAT = 1
+"""The version of the stored metadata; a stored entry of another version is not loaded."""
+
+ENTRY_POINT = "cubejit_kernel"
+"""The symbol of every kernel's ``__global__`` function. Fixed, so two kernels whose text is
+the same compile to the same cubin whatever their names."""
+
+ELF_MAGIC = b"\x7fELF"
+
+
+@dataclass(frozen=True, slots=True)
+class ParamSlot:
+    """One kernel parameter as a launch passes it: a scalar by value, or an array as a device
+    pointer followed by its length (``u32``)."""
+
+    name: str
+    """The parameter's name in the kernel's signature (for messages)."""
+    scalar: Scalar
+    """The scalar's type, or the array's element type."""
+    is_array: bool
+    """Whether the parameter is an array."""
+
+    def describe(self) -> str:
+        """The type as the kernel language spells it."""
+        return f"Array[{self.scalar.name}]" if self.is_array else self.scalar.name
+
+
+def param_slots(ir: KernelIR) -> tuple[ParamSlot, ...]:
+    """The launch layout of ``ir``'s parameters, in signature order."""
+    slots = []
+    for p in ir.params:
+        if isinstance(p.type, ArrayType):
+            slots.append(ParamSlot(p.name, p.type.elem, True))
+        else:
+            slots.append(ParamSlot(p.name, p.type, False))
+    return tuple(slots)
+
+
+@dataclass(frozen=True, slots=True)
+class CudaArtifact:
+    """A kernel compiled for one architecture, ready for ``cuModuleLoadData``."""
+
+    cubin: bytes
+    """The ELF image NVRTC produced."""
+    entry: str
+    """The symbol of the kernel's ``__global__`` function."""
+    arch: str
+    """The architecture the cubin was built for (``sm_90a``)."""
+    params: tuple[ParamSlot, ...]
+    """The parameters a launch passes, in order."""
+
+    def metadata(self) -> dict[str, object]:
+        """Everything but the cubin, as JSON-able values."""
+        return {
+            "format": FORMAT,
+            "entry": self.entry,
+            "arch": self.arch,
+            "params": [[s.name, s.scalar.name, s.is_array] for s in self.params],
+        }
+
+    @classmethod
+    def from_stored(cls, payload: bytes, meta: dict[str, object]) -> CudaArtifact:
+        """The artifact :meth:`metadata` and ``cubin`` describe. Raises ``ValueError`` for
+        metadata of another format or a payload that is no cubin."""
+        if meta.get("format") != FORMAT:
+            raise ValueError(f"CUDA artifact format {meta.get('format')!r}, expected {FORMAT}")
+        if not payload.startswith(ELF_MAGIC):
+            raise ValueError("stored CUDA artifact is not an ELF image")
+        params = meta["params"]
+        if not isinstance(params, list):
+            raise ValueError("stored CUDA artifact has no parameter list")
+        return cls(
+            cubin=bytes(payload),
+            entry=str(meta["entry"]),
+            arch=str(meta["arch"]),
+            params=tuple(ParamSlot(str(n), SCALARS[str(t)], bool(a)) for n, t, a in params),
+        )

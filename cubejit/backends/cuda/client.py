@@ -1,0 +1,220 @@
+"""The CUDA client: one GPU's memory, its kernels and one stream to run them on.
+
+``cubejit.client("cuda", device=0)`` makes one :class:`CudaClient` per device. It opens the
+device's primary context, creates its own stream (a blocking one, so work that CuPy or PyTorch
+put on the legacy default stream is ordered before its launches without a wait), compiles with
+NVRTC for the device's exact architecture and keeps artifacts in the active environment under
+``cuda/<version>/sm_<major><minor>-nvrtc<major>.<minor>``.
+
+Launches are asynchronous: :meth:`CudaClient.read` and :meth:`CudaClient.sync` wait for them.
+Without the CUDA packages a client cannot be made and says what to install; without a GPU, it
+says that no device was found.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from cubejit.backends.cuda.buffer import LEGACY_DEFAULT_STREAM, U32_MAX, CudaBuffer, ForeignArray
+from cubejit.backends.cuda.compiler import CudaCompiler
+from cubejit.backends.cuda.driver import (
+    CudaLimits,
+    arch_name,
+    call,
+    driver_module,
+    open_device,
+)
+from cubejit.backends.cuda.launch import Launcher, driver_launch_kernel
+from cubejit.backends.cuda.nvrtc import nvrtc_module, supported_architectures, version
+from cubejit.backends.cuda.target import CudaTarget, fingerprint
+from cubejit.compile.id import ArtifactId
+from cubejit.compile.loader import KernelLoader
+from cubejit.compile.recording import ServerLogger
+from cubejit.environment import ArtifactStore
+from cubejit.errors import BackendUnavailableError, LaunchError
+from cubejit.ir.types import Scalar, from_dtype
+
+
+class CudaClient:
+    """Device buffers, kernel loading and launches on one GPU."""
+
+    backend = "cuda"
+
+    def __init__(self, device: int = 0, parallelism: int | None = None) -> None:
+        nvrtc_module()
+        driver = driver_module()
+        self._driver = driver
+        self.device = device
+        """The device's ordinal."""
+        _, self._context, self.limits = open_device(device)
+        self.limits: CudaLimits
+        """What the device allows, read from the driver; kernels are validated against it."""
+        major, minor = self.limits.compute_capability
+        if major * 10 + minor not in supported_architectures():
+            nvrtc_major, nvrtc_minor = version()
+            raise BackendUnavailableError(
+                f"NVRTC {nvrtc_major}.{nvrtc_minor} cannot build code for {self.limits.name} "
+                f"(compute capability {major}.{minor}); install a newer nvidia-cuda-nvrtc"
+            )
+        self.arch = arch_name(self.limits.compute_capability)
+        """The architecture cubins are built for (``sm_90a`` on an H100 or H200)."""
+        self._stream = call(
+            driver.cuStreamCreate, 0, what="create a stream", error=BackendUnavailableError
+        )
+        self.stream_handle = int(self._stream)
+        """The client's stream, as its address: every launch and copy runs on it."""
+        self._event = call(
+            driver.cuEventCreate,
+            driver.CUevent_flags.CU_EVENT_DISABLE_TIMING.value,
+            what="create an event",
+            error=BackendUnavailableError,
+        )
+        self.compiler = CudaCompiler(self.arch, self.limits)
+        """The compiler of this client's kernels (``compiler.compilations`` counts NVRTC runs)."""
+        store = ArtifactStore("cuda", fingerprint(self.limits.compute_capability))
+        self.loader = KernelLoader(CudaTarget(self._context, self.compiler, store), parallelism)
+        """The loader of this client's kernels."""
+        self._logger = ServerLogger()
+        self._launchers: dict[int, tuple[Any, Callable[[Any, tuple[Any, ...]], None]]] = {}
+        self._launch_kernel = driver_launch_kernel()
+
+    def __repr__(self) -> str:
+        return f"CudaClient(device={self.device}, {self.limits.name}, {self.arch})"
+
+    # Kernels.
+
+    def launch(self, spec: Any, cube_count: int | tuple[int, ...], args: tuple[Any, ...]) -> None:
+        """Runs ``spec`` on ``cube_count`` cubes with ``args``, asynchronously on the client's
+        stream; loads it first (compiling the queue with it) on its first launch. Raises
+        :class:`LaunchError`, with nothing run, for arguments that do not fit."""
+        entry = self._launchers.get(id(spec))
+        if entry is None or entry[0] is not spec:
+            launcher = self._launcher(spec)
+        else:
+            launcher = entry[1]
+        launcher(cube_count, args)
+
+    def prepare(self, spec: Any) -> None:
+        """Queues ``spec`` for the next batch (the next first launch, or
+        :meth:`compile_queued`), so that many kernels compile at once."""
+        self.loader.enqueue(spec, None)
+
+    def compile_queued(self) -> None:
+        """Compiles every queued kernel now, in one batch."""
+        self.loader.compile_queued(self._logger)
+
+    def _launcher(self, spec: Any) -> Callable[[Any, tuple[Any, ...]], None]:
+        handle = self.loader.load(spec, ArtifactId(spec.id(), None), self._logger)
+        launch = Launcher(
+            self, handle.function, handle.params, spec.cube_dim, spec.name, self._launch_kernel
+        ).launch
+        self._launchers[id(spec)] = (spec, launch)
+        return launch
+
+    # Memory.
+
+    def to_device(self, array: Any, dtype: Scalar | None = None) -> CudaBuffer:
+        """A new device buffer holding a copy of ``array``'s elements, flattened. ``dtype``
+        names the element type where numpy's cannot (``cj.bf16`` for ``uint16`` bits)."""
+        host = np.ascontiguousarray(array).reshape(-1)
+        scalar = dtype if dtype is not None else from_dtype(host.dtype)
+        if scalar is None or host.dtype.itemsize != scalar.itemsize:
+            raise TypeError(f"cubejit has no element type for numpy dtype {host.dtype}")
+        buffer = self._allocate(host.size, scalar)
+        if host.size:
+            self._make_current()
+            call(
+                self._driver.cuMemcpyHtoDAsync,
+                buffer.ptr,
+                host.ctypes.data,
+                host.nbytes,
+                self._stream,
+                what="copy to the device",
+            )
+        return buffer
+
+    def empty(self, n: int, dtype: Any) -> CudaBuffer:
+        """A new device buffer of ``n`` elements of ``dtype`` (a cubejit scalar or a numpy
+        dtype), not initialised."""
+        scalar = dtype if isinstance(dtype, Scalar) else from_dtype(np.dtype(dtype))
+        if scalar is None:
+            raise TypeError(f"cubejit has no element type for {dtype!r}")
+        return self._allocate(int(n), scalar)
+
+    def read(self, buffer: Any) -> np.ndarray:
+        """The elements of ``buffer`` (this client's, or any device array with
+        ``__cuda_array_interface__``) as a new numpy array, once every launch before has
+        finished."""
+        if isinstance(buffer, CudaBuffer):
+            ptr, n, dtype = buffer.ptr, buffer.n, buffer.scalar.dtype
+        else:
+            interface = buffer.__cuda_array_interface__
+            ptr = int(interface["data"][0] or 0)
+            n = math.prod(interface["shape"])
+            dtype = np.dtype(interface["typestr"])
+        host = np.empty(n, dtype)
+        self._make_current()
+        if n:
+            call(
+                self._driver.cuMemcpyDtoHAsync,
+                host.ctypes.data,
+                ptr,
+                host.nbytes,
+                self._stream,
+                what="copy from the device",
+            )
+        self.sync()
+        return host
+
+    def sync(self) -> None:
+        """Waits until every launch and copy of this client has finished. A kernel that
+        failed on the device (an illegal address) is reported here, as a ``LaunchError``."""
+        self._make_current()
+        call(self._driver.cuStreamSynchronize, self._stream, what="finish the client's work")
+
+    def adopt(self, array: ForeignArray, where: str) -> None:
+        """Checks that another library's ``array`` lives on this device and orders this
+        client's stream after the stream its producer named."""
+        driver = self._driver
+        self._make_current()
+        ordinal = call(
+            driver.cuPointerGetAttribute,
+            driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+            array.ptr,
+            what=f"locate {where}",
+        )
+        if int(ordinal) != self.device:
+            raise LaunchError(
+                f"{where} lives on CUDA device {int(ordinal)}, not on this "
+                f"client's device {self.device}"
+            )
+        if array.stream in (None, LEGACY_DEFAULT_STREAM, self.stream_handle):
+            return
+        call(driver.cuEventRecord, self._event, array.stream, what=f"wait for {where}")
+        call(driver.cuStreamWaitEvent, self._stream, self._event, 0, what=f"wait for {where}")
+
+    def _allocate(self, n: int, scalar: Scalar) -> CudaBuffer:
+        if not 0 <= n <= U32_MAX:
+            raise ValueError(f"a buffer holds 0 to {U32_MAX} elements (a u32 length), not {n}")
+        driver = self._driver
+        if n == 0:
+            return CudaBuffer(self, 0, 0, scalar, None)
+        self._make_current()
+        ptr = call(
+            driver.cuMemAlloc,
+            n * scalar.itemsize,
+            what=f"allocate {n} x {scalar.name} on the device",
+        )
+        return CudaBuffer(self, int(ptr), n, scalar, self._free)
+
+    def _make_current(self) -> None:
+        """Makes the client's context current on the calling thread, which any thread may be."""
+        call(self._driver.cuCtxSetCurrent, self._context, what="make the context current")
+
+    def _free(self, ptr: int) -> None:
+        self._driver.cuCtxSetCurrent(self._context)
+        self._driver.cuMemFree(ptr)

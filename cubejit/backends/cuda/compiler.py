@@ -1,0 +1,99 @@
+"""The CUDA half of compilation that runs on any thread: IR to CUDA C++, NVRTC to a cubin.
+
+:class:`CudaCompiler` is an :class:`~cubejit.compile.protocols.ArtifactCompiler`. It holds no
+device: the architecture and the limits to validate against are given, so a machine without a
+GPU builds cubins for any architecture NVRTC knows (the tests build for ``sm_80`` and
+``sm_90``). Lowering validates and prints; finalizing runs NVRTC, which releases the GIL, so
+the loader's workers compile side by side.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from cubejit.backends.cuda import nvrtc
+from cubejit.backends.cuda.artifact import ENTRY_POINT, CudaArtifact, ParamSlot, param_slots
+from cubejit.backends.cuda.dialect import cuda_source, needs_half_headers
+from cubejit.backends.cuda.driver import ARCHITECTURAL_LIMITS, CudaLimits
+from cubejit.compile.id import ArtifactId
+from cubejit.errors import UnsupportedError
+
+
+@dataclass(frozen=True, slots=True)
+class CudaLowered:
+    """A kernel lowered to CUDA C++, not yet compiled."""
+
+    source: str
+    """The whole translation unit; nothing of the kernel's name or id is in it."""
+    params: tuple[ParamSlot, ...]
+    """The parameters a launch passes, in order."""
+    needs_half: bool
+    """Whether the source includes ``cuda_fp16.h`` / ``cuda_bf16.h``."""
+    kernel: str
+    """The kernel's name, for messages."""
+
+
+class CudaCompiler:
+    """Lowers kernels to CUDA C++ and compiles them to cubins for ``arch``.
+
+    Thread-safe: shared by every worker of a batch. ``compilations`` counts the NVRTC runs this
+    compiler made, and ``on_compile``, when given, is called with each source it compiles.
+    """
+
+    def __init__(
+        self,
+        arch: str,
+        limits: CudaLimits = ARCHITECTURAL_LIMITS,
+        on_compile: Callable[[str], None] | None = None,
+    ) -> None:
+        self.arch = arch
+        self.limits = limits
+        self.on_compile = on_compile
+        self._lock = threading.Lock()
+        self._compilations = 0
+
+    @property
+    def compilations(self) -> int:
+        """How many times this compiler has run NVRTC."""
+        return self._compilations
+
+    def lower(self, kernel: Any, id: ArtifactId[Any], recording: Any, logger: Any) -> CudaLowered:
+        """Validates ``kernel``'s cube_dim against the device, expands it to IR and prints
+        it as CUDA C++, telling ``recording`` both."""
+        self.limits.check_cube_dim(kernel.cube_dim, kernel.name, f"{kernel.file}:{kernel.line}")
+        ir = kernel.define()
+        recording.defined(str(ir))
+        needs_half = needs_half_headers(ir)
+        if needs_half and nvrtc.half_include_dir() is None:
+            raise UnsupportedError(
+                f"kernel {kernel.name} ({kernel.file}:{kernel.line}) uses f16 or bf16, which "
+                f"need the CUDA headers cuda_fp16.h and cuda_bf16.h; install them with "
+                f"pip install nvidia-cuda-runtime (or a CUDA toolkit)",
+                kernel=kernel.name,
+            )
+        source = cuda_source(ir)
+        recording.source(source)
+        return CudaLowered(source, param_slots(ir), needs_half, kernel.name)
+
+    @staticmethod
+    def source(lowered: CudaLowered) -> str:
+        """The C++ text: kernels that lower to the same text share one cubin."""
+        return lowered.source
+
+    def finalize(self, id: ArtifactId[Any], lowered: CudaLowered) -> CudaArtifact:
+        """Compiles ``lowered`` with NVRTC to a cubin for this compiler's architecture."""
+        folder = nvrtc.half_include_dir() if lowered.needs_half else None
+        with self._lock:
+            self._compilations += 1
+        if self.on_compile is not None:
+            self.on_compile(lowered.source)
+        cubin = nvrtc.compile_to_cubin(
+            lowered.source,
+            self.arch,
+            include_dirs=(folder,) if folder else (),
+            kernel=lowered.kernel,
+        )
+        return CudaArtifact(cubin, ENTRY_POINT, self.arch, lowered.params)

@@ -1,0 +1,120 @@
+"""IR to CUDA C++: the CUDA spellings of the shared C-family walker, and the kernel's wrapper.
+
+The walker (:mod:`cubejit.backends.cstyle`) emits the body; this module says how CUDA spells
+what differs from C — positions read from ``blockIdx``/``threadIdx``/``blockDim``/``gridDim``,
+``__device__`` helpers, ``__half``/``__nv_bfloat16`` for f16/bf16, NaN and infinity without
+``math.h`` — and wraps the body in one ``extern "C" __global__`` function named
+:data:`~cubejit.backends.cuda.artifact.ENTRY_POINT`. Arrays arrive as a pointer followed by
+their ``u32`` length. The text depends on the IR alone: nothing of the kernel's name or id is
+in it, so kernels that lower to the same IR share one cubin.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+
+from cubejit.backends.cstyle import Dialect, emit_body, length_name, param_name
+from cubejit.backends.cuda.artifact import ENTRY_POINT
+from cubejit.ir import nodes as ir
+from cubejit.ir.types import ArrayType, Scalar, bf16, f16, f32, f64
+
+_AXES = ("x", "y", "z")
+_HALVES = frozenset({"f16", "bf16"})
+_FROM_DOUBLE = {"f16": "__double2half", "bf16": "__double2bfloat16"}
+
+
+class CudaDialect(Dialect):
+    """CUDA C++ as NVRTC compiles it, with ``cuda_fp16.h``/``cuda_bf16.h`` for half types."""
+
+    type_names = {
+        "bool": "bool",
+        "i32": "int",
+        "i64": "long long",
+        "u32": "unsigned int",
+        "u64": "unsigned long long",
+        "f16": "__half",
+        "bf16": "__nv_bfloat16",
+        "f32": "float",
+        "f64": "double",
+    }
+    helper_qualifier = "static __device__ __forceinline__"
+
+    def unit_axis(self, axis: int) -> str:
+        return f"threadIdx.{_AXES[axis]}"
+
+    def cube_axis(self, axis: int) -> str:
+        return f"blockIdx.{_AXES[axis]}"
+
+    def dim_axis(self, axis: int) -> str:
+        return f"blockDim.{_AXES[axis]}"
+
+    def count_axis(self, axis: int) -> str:
+        return f"gridDim.{_AXES[axis]}"
+
+    def float_literal(self, value: float, t: Scalar) -> str:
+        """NaN and infinities by their bits: NVRTC has no ``math.h`` macros."""
+        if math.isfinite(value):
+            return super().float_literal(value, t)
+        if t == f64:
+            bits = struct.unpack("<q", struct.pack("<d", value))[0]
+            return f"__longlong_as_double({bits}ll)"
+        bits = struct.unpack("<i", struct.pack("<f", value))[0]
+        code = f"__int_as_float({bits})"
+        return code if t == f32 else f"(({self.type_name(t)})({code}))"
+
+    def cast(self, code: str, source: Scalar, target: Scalar) -> str:
+        """Conversions to and from half types go through ``float`` (or, from ``f64``, the
+        headers' direct conversions), the only ones both half types have unambiguously."""
+        if source.name in _HALVES and source != target:
+            code = f"((float)({code}))"
+            source = f32
+        if target.name in _HALVES and source != target:
+            if source == f64:
+                return f"{_FROM_DOUBLE[target.name]}({code})"
+            if source != f32:
+                code = f"((float)({code}))"
+            return f"(({self.type_name(target)})({code}))"
+        return super().cast(code, source, target)
+
+
+DIALECT = CudaDialect()
+
+
+def needs_half_headers(kernel: ir.KernelIR) -> bool:
+    """Whether ``kernel`` uses f16 or bf16 anywhere, and so needs the CUDA half headers."""
+    types: list[Scalar] = [
+        p.type.elem if isinstance(p.type, ArrayType) else p.type for p in kernel.params
+    ]
+    types += [local.type for local in kernel.locals]
+    types += [e.type for e in ir.walk_exprs(kernel.body)]
+    return any(t in (f16, bf16) for t in types)
+
+
+def _signature(kernel: ir.KernelIR) -> str:
+    parts = []
+    for p in kernel.params:
+        if isinstance(p.type, ArrayType):
+            parts.append(f"{DIALECT.type_name(p.type.elem)}* {param_name(p.name)}")
+            parts.append(f"unsigned int {length_name(p.name)}")
+        else:
+            parts.append(f"{DIALECT.type_name(p.type)} {param_name(p.name)}")
+    return ", ".join(parts)
+
+
+def cuda_source(kernel: ir.KernelIR) -> str:
+    """The whole CUDA C++ translation unit of ``kernel``. Raises
+    :class:`~cubejit.errors.UnsupportedError` for what CUDA cannot express."""
+    emitted = emit_body(kernel, DIALECT)
+    sections = []
+    if needs_half_headers(kernel):
+        sections.append("#include <cuda_fp16.h>\n#include <cuda_bf16.h>")
+    if emitted.helpers:
+        sections.append(emitted.helpers)
+    body = "".join(f"    {line}\n" for line in emitted.lines)
+    return (
+        "".join(f"{section}\n\n" for section in sections)
+        + f'extern "C" __global__ void {ENTRY_POINT}({_signature(kernel)}) {{\n'
+        + body
+        + "}\n"
+    )

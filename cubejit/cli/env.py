@@ -1,0 +1,310 @@
+"""``cubejit env``: list, inspect, switch, check, shrink and ship environments.
+
+Every subcommand acts on the active environment (``CUBEJIT_ENV``, the configuration file, else
+``default``) under the root (``CUBEJIT_CACHE_DIR``, else the user cache directory), except
+``list``, which shows them all, and ``use``, which chooses the active one for later processes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sqlite3
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from pathlib import Path
+from typing import Any
+
+from cubejit import config, environment
+from cubejit.cli.console import console, parse_size, size_text, table
+from cubejit.environment import Store, records
+from cubejit.environment.value import DamagedValueError, decode
+from cubejit.errors import CubejitError
+
+ACTIVE_FILE = "active-environment"
+"""The file under the cache directory that ``cubejit env use`` writes: one line, the name."""
+
+_ENTRY_SIZES = (
+    "SELECT namespace, key, length(value), stored_at FROM entries ORDER BY stored_at, key"
+)
+_TOTALS = "SELECT count(*), coalesce(sum(length(value)), 0) FROM entries"
+
+
+def register(commands: Any) -> None:
+    command = commands.add_parser(
+        "env",
+        help="manage environments (compilation stores)",
+        description="Manage environments: the SQLite files that keep compiled kernels.",
+    )
+    command.set_defaults(run=lambda _: _help(command))
+    sub = command.add_subparsers(title="subcommands", metavar="SUBCOMMAND")
+
+    def add(name: str, summary: str, run: Any) -> argparse.ArgumentParser:
+        parser = sub.add_parser(name, help=summary, description=summary)
+        parser.set_defaults(run=run)
+        return parser
+
+    add("list", "list the environments under the root, with their sizes", run_list)
+    add("show", "show the active environment: path, size, namespaces, records", run_show)
+    use = add("use", "make NAME the active environment of later processes", run_use)
+    use.add_argument("name", metavar="NAME")
+    add("clear", "delete every entry of the active environment (its records stay)", run_clear)
+    verify = add(
+        "verify", "check every entry of the active environment; report bad ones", run_verify
+    )
+    verify.add_argument("--fix", action="store_true", help="purge the bad entries")
+    prune = add(
+        "prune", "drop the least recently stored entries until the environment fits", run_prune
+    )
+    prune.add_argument(
+        "--max-size",
+        required=True,
+        type=_size,
+        metavar="SIZE",
+        help="what the entries may take at most, e.g. 500M or 2G",
+    )
+    export = add(
+        "export", "write the active environment, or some namespaces, to a bundle", run_export
+    )
+    export.add_argument("file", metavar="FILE", type=Path)
+    export.add_argument(
+        "--namespace",
+        action="append",
+        metavar="PREFIX",
+        default=None,
+        help="export only namespaces starting with PREFIX (repeatable), "
+        "e.g. cpu/ or cuda/0.1.0/sm_90a",
+    )
+    load = add("import", "import a bundle's entries into the active environment", run_import)
+    load.add_argument("file", metavar="FILE", type=Path)
+
+
+def _help(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return 2
+
+
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+@contextmanager
+def _reading(path: Path) -> Iterator[sqlite3.Connection]:
+    uri = f"{path.resolve().as_uri()}?mode=ro"
+    with closing(sqlite3.connect(uri, uri=True, timeout=10)) as db:
+        yield db
+
+
+def _on_disk(path: Path) -> int:
+    return sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
+
+
+def _totals(path: Path) -> tuple[int, int] | None:
+    """Entries and their bytes in the database at ``path``; ``None`` if it cannot be read."""
+    try:
+        with _reading(path) as db:
+            count, stored = db.execute(_TOTALS).fetchone()
+    except sqlite3.Error:
+        return None
+    return int(count), int(stored)
+
+
+def run_list(args: argparse.Namespace) -> int:
+    active = environment.active()
+    rows = []
+    for name in environment.list():
+        path = environment.root() / f"{name}.db"
+        totals = _totals(path)
+        entries, stored = (
+            ("?", "unreadable") if totals is None else (str(totals[0]), size_text(totals[1]))
+        )
+        rows.append(
+            (
+                "*" if name == active else "",
+                name,
+                entries,
+                stored,
+                size_text(_on_disk(path)),
+                str(path),
+            )
+        )
+    out = console()
+    if not rows:
+        out.print(
+            f"no environments under {environment.root()} yet; the first compile makes {active!r}"
+        )
+        return 0
+    out.print(
+        table(
+            f"environments under {environment.root()}",
+            ("active", "name", "entries", "stored", "on disk", "path"),
+            rows,
+        )
+    )
+    return 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    out = console()
+    path = environment.path()
+    out.print(f"environment [bold]{environment.active()}[/bold]")
+    out.print(f"path:        {path}")
+    if not config.settings().compilation_cache:
+        out.print("storage:     memory only (CUBEJIT_COMPILATION_CACHE is off)")
+        return 0
+    if not path.exists():
+        out.print("storage:     not created yet (the first compile creates it)")
+        return 0
+    summaries = environment.namespaces()
+    out.print(f"on disk:     {size_text(_on_disk(path))}")
+    out.print(f"entries:     {sum(s.entries for s in summaries)} in {len(summaries)} namespaces")
+    sessions = records.read("sessions", path)
+    if sessions:
+        last = sessions[-1]
+        out.print(
+            f"records:     {len(sessions)} sessions, the last {last.id} "
+            f"({last.label or 'no label'}, cubejit {last.version})"
+        )
+    else:
+        out.print("records:     none (a session is written once it compiles something)")
+    if summaries:
+        out.print(
+            table(
+                None,
+                ("namespace", "entries", "stored"),
+                ((s.namespace, s.entries, size_text(s.bytes)) for s in summaries),
+            )
+        )
+    return 0
+
+
+def run_use(args: argparse.Namespace) -> int:
+    from cubejit.environment.manager import sanitise
+
+    out = console()
+    name = sanitise(args.name)
+    cache_dir = config.settings().cache_dir
+    state = cache_dir / ACTIVE_FILE
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        state.write_text(name + "\n")
+    except OSError as e:
+        raise CubejitError(f"cannot write {state}: {e}") from e
+    config.reset()
+    seen = config.settings().env
+    if sanitise(seen) == name:
+        out.print(f"environment {name!r} is now active (kept in {state})")
+        return 0
+    settings = config.settings()
+    if settings.source is not None:
+        reason = f"{settings.source} or CUBEJIT_ENV names {seen!r}, which wins over {state}"
+    else:
+        reason = f"this cubejit does not read {state}"
+    out.print(
+        f"environment {name!r} chosen in {state}, but {reason}; for this shell run:\n"
+        f"  export CUBEJIT_ENV={name}"
+    )
+    return 0
+
+
+def run_clear(args: argparse.Namespace) -> int:
+    summaries = environment.namespaces()
+    for summary in summaries:
+        Store(summary.namespace).purge()
+    _vacuum(environment.path())
+    entries = sum(s.entries for s in summaries)
+    console().print(
+        f"cleared {entries} entries ({size_text(sum(s.bytes for s in summaries))}) "
+        f"of {len(summaries)} namespaces from {environment.active()!r}"
+    )
+    return 0
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    checked, bad = 0, []
+    for summary in environment.namespaces():
+        for key, value in Store(summary.namespace).scan():
+            checked += 1
+            try:
+                decode(value)
+            except DamagedValueError as e:
+                bad.append((summary.namespace, key, str(e)))
+    out = console()
+    if bad:
+        out.print(
+            table(
+                f"{len(bad)} bad entries",
+                ("namespace", "key", "problem"),
+                ((ns, key.decode("ascii", "replace"), why) for ns, key, why in bad),
+            )
+        )
+    if args.fix:
+        for namespace, key, _ in bad:
+            Store(namespace).purge_key(key)
+    verdict = "purged" if args.fix else "found (run with --fix to purge them)"
+    out.print(
+        f"checked {checked} entries of {environment.active()!r}: "
+        + ("all intact" if not bad else f"{len(bad)} bad {verdict}")
+    )
+    return 0 if not bad or args.fix else 1
+
+
+def run_prune(args: argparse.Namespace) -> int:
+    path = environment.path()
+    out = console()
+    if not path.exists():
+        out.print(f"{environment.active()!r} is empty; nothing to prune")
+        return 0
+    with _reading(path) as db:
+        entries = db.execute(_ENTRY_SIZES).fetchall()
+    total = sum(size for _, _, size, _ in entries)
+    dropped, freed = 0, 0
+    for namespace, key, size, _ in entries:
+        if total - freed <= args.max_size:
+            break
+        Store(namespace).purge_key(bytes(key))
+        dropped += 1
+        freed += size
+    if dropped:
+        _vacuum(path)
+    out.print(
+        f"dropped {dropped} of {len(entries)} entries ({size_text(freed)}); "
+        f"{environment.active()!r} holds {size_text(total - freed)} "
+        f"(at most {size_text(args.max_size)}), {size_text(_on_disk(path))} on disk"
+    )
+    return 0
+
+
+def run_export(args: argparse.Namespace) -> int:
+    count = environment.export_bundle(args.file, namespaces=args.namespace)
+    chosen = "" if args.namespace is None else f" of namespaces {', '.join(args.namespace)}*"
+    console().print(
+        f"exported {count} entries{chosen} from {environment.active()!r} to "
+        f"{args.file} ({size_text(args.file.stat().st_size)})"
+    )
+    return 0
+
+
+def run_import(args: argparse.Namespace) -> int:
+    report = environment.import_bundle(args.file)
+    console().print(
+        f"imported {report.imported} entries from {args.file} into "
+        f"{environment.active()!r}: {report.skipped} already there, "
+        f"{report.failed} failed"
+    )
+    return 0 if report.failed == 0 else 1
+
+
+def _vacuum(path: Path) -> None:
+    """Gives the space of deleted entries back to the disk, when no other process is busy
+    with the file (otherwise the space is reused by later entries)."""
+    try:
+        with closing(
+            sqlite3.connect(f"{path.resolve().as_uri()}?mode=rw", uri=True, timeout=1)
+        ) as db:
+            db.execute("VACUUM")
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    except sqlite3.Error:
+        return

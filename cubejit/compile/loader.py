@@ -1,0 +1,435 @@
+"""The one path that loads kernels: many at once, once per machine, never twice for one text.
+
+A :class:`KernelLoader` keeps the kernels loaded on one device and a queue of kernels asked for
+ahead of time. ``get`` answers from memory, on every launch. ``load`` compiles what is missing
+in one batch with everything queued: each kernel is taken from the store when it holds the
+artifact, otherwise lowered and finalized on a pool of worker threads. Between the two halves
+the backend source is looked up, so kernels that lower to one text are finalized once, or not at
+all when the store has it (re-keyed). The target is touched only on the thread calling ``load``
+(store lookups, loads, stores, in the order results arrive); the compiler's ``lower`` and
+``finalize`` run on the workers.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from cubejit import config
+from cubejit.compile.id import ArtifactId
+from cubejit.compile.recording import (
+    BatchRecord,
+    CompilationRecording,
+    Phase,
+    ServerLogger,
+    publish,
+)
+
+_FINALIZE, _LOWER, _STOP = 0, 1, 2
+"""Job priorities: a finalize runs before the next lowering, so the platform compiler (which
+releases the GIL) works alongside the lowering of the next kernel (which holds it)."""
+
+
+def default_parallelism() -> int:
+    """``CUBEJIT_COMPILE_PARALLELISM``, else one worker per CPU."""
+    return config.settings().parallelism or os.cpu_count() or 1
+
+
+@dataclass(slots=True)
+class _Trip:
+    """One kernel's trip through a batch, owned by the calling thread between jobs."""
+
+    id: ArtifactId[Any]
+    kernel: Any
+    recording: CompilationRecording
+    lowered: Any = None
+    source: str | None = None
+
+
+@dataclass(slots=True)
+class _SourceGroup:
+    """The kernels of a batch that lowered to one source while its first kernel finalizes."""
+
+    waiting: list[_Trip] = field(default_factory=list)
+
+
+class _Workers:
+    """``count`` threads that each take the next job of one shared queue until stopped.
+
+    Every job submitted yields exactly one message on :attr:`done`, so the caller knows how
+    many to wait for; the caller blocks on that queue, never polls.
+    """
+
+    def __init__(self, count: int, clock_origin: float) -> None:
+        self.done: queue.SimpleQueue[tuple[str, _Trip, Any]] = queue.SimpleQueue()
+        self._jobs: queue.PriorityQueue[tuple[int, int, Callable[[], Any] | None]] = (
+            queue.PriorityQueue()
+        )
+        self._order = itertools.count()
+        self._cancelled = threading.Event()
+        self.origin = clock_origin
+        self.count = count
+        self._threads = [
+            threading.Thread(target=self._work, name=f"cubejit-compile-{i}", daemon=True)
+            for i in range(count)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, priority: int, job: Callable[[], tuple[str, _Trip, Any]]) -> None:
+        self._jobs.put((priority, next(self._order), job))
+
+    def stop(self, cancel: bool) -> None:
+        """Ends every thread once the jobs before it are done, or at once when ``cancel``."""
+        if cancel:
+            self._cancelled.set()
+        for _ in self._threads:
+            self._jobs.put((_STOP, next(self._order), None))
+        for thread in self._threads:
+            thread.join()
+
+    def _work(self) -> None:
+        while True:
+            _, _, job = self._jobs.get()
+            if job is None:
+                return
+            if not self._cancelled.is_set():
+                self.done.put(job())
+
+    def timed(self, run: Callable[[], Any]) -> tuple[Any, Phase]:
+        start = time.perf_counter() - self.origin
+        value = run()
+        end = time.perf_counter() - self.origin
+        return value, Phase(threading.current_thread().name, start, end)
+
+
+class KernelLoader:
+    """Loads kernels for one target, compiling what it must, many at once.
+
+    A *kernel* is any object with ``id() -> KernelId``; only the target's compiler looks
+    further. The loader is used from one thread, the one owning the device. A target that
+    persists and has ``generation() -> int`` binds the loaded kernels to its store: when the
+    generation changes (an environment switch), every loaded kernel is dropped and loads again.
+    """
+
+    def __init__(self, target: Any, parallelism: int | None = None) -> None:
+        self.target = target
+        self.parallelism = max(1, parallelism if parallelism is not None else default_parallelism())
+        self._loaded: dict[ArtifactId[Any], Any] = {}
+        self._queue: dict[ArtifactId[Any], Any] = {}
+        self._failed: dict[ArtifactId[Any], BaseException] = {}
+        generation = getattr(target, "generation", None) if target.persists() else None
+        self._generation_of: Callable[[], int] | None = generation
+        self._generation = generation() if generation is not None else 0
+        self._logger: ServerLogger | None = None
+
+    def get(self, id: ArtifactId[Any]) -> Any | None:
+        """The loaded kernel for ``id``, or ``None``. On every launch's path: one dict lookup,
+        and one generation read for a persisting target."""
+        if self._generation_of is not None and self._generation_of() != self._generation:
+            self._drop_loaded()
+        return self._loaded.get(id)
+
+    def _drop_loaded(self) -> None:
+        """The target's store was switched: what was loaded mirrors the old one."""
+        assert self._generation_of is not None
+        self._loaded = {}
+        self._generation = self._generation_of()
+
+    def load(self, kernel: Any, id: ArtifactId[Any], logger: ServerLogger) -> Any:
+        """The loaded kernel for ``id``, after compiling the queue and, when missing, ``kernel``
+        with it in one batch. Raises what compiling ``kernel`` raised, as itself; a failure of
+        a queued kernel is kept for its own next ``load``, which raises it without compiling
+        again (the one after tries again)."""
+        loaded = self.get(id)
+        if loaded is not None and not self._queue:
+            return loaded
+        failure = self._failed.pop(id, None)
+        jobs = self._queue
+        self._queue = {}
+        if loaded is None and failure is None:
+            jobs[id] = kernel
+        results = self._compile(jobs, logger, asked=id) if jobs else {}
+        if failure is not None:
+            raise failure
+        if loaded is not None:
+            return loaded
+        result = results[id]
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    def enqueue(self, kernel: Any, variant: Any) -> None:
+        """Asks for ``kernel`` with ``variant`` ahead of time: nothing compiles until the next
+        ``load`` or ``compile_queued``. A kernel loaded, queued already, or failed and not yet
+        told is not queued again."""
+        id = ArtifactId(kernel.id(), variant)
+        if id not in self._failed and self.get(id) is None:
+            self._queue[id] = kernel
+
+    def compile_queued(self, logger: ServerLogger | None = None) -> None:
+        """Compiles the queue now, in one batch. Failures are logged and kept for each failed
+        kernel's next ``load``."""
+        if not self._queue:
+            return
+        if logger is None:
+            if self._logger is None:
+                self._logger = ServerLogger()
+            logger = self._logger
+        jobs = self._queue
+        self._queue = {}
+        self._compile(jobs, logger, asked=None)
+
+    def _compile(
+        self, jobs: dict[ArtifactId[Any], Any], logger: ServerLogger, asked: ArtifactId[Any] | None
+    ) -> dict[ArtifactId[Any], Any]:
+        """Runs one batch and keeps what it loaded. A kernel loaded while the generation
+        changed is kept too: the next ``get`` sees the change and drops it with the rest."""
+        if self._generation_of is not None and self._generation_of() != self._generation:
+            self._drop_loaded()
+        results = _Batch(self.target, self.parallelism, logger).run(jobs)
+        for id, result in results.items():
+            if not isinstance(result, BaseException):
+                self._loaded[id] = result
+            elif id != asked:
+                self._failed[id] = result
+                logger.failed(id, result)
+        return results
+
+
+class _Batch:
+    """One batch: every kernel of it ends loaded or failed. Runs on the calling thread, which
+    alone touches the target; workers lower and finalize."""
+
+    def __init__(self, target: Any, parallelism: int, logger: ServerLogger) -> None:
+        self.target = target
+        self.compiler = target.compiler()
+        self.persists = bool(target.persists())
+        self.parallelism = parallelism
+        self.logger = logger
+        level = config.settings().record_level
+        self.publishing = level != "off"
+        self.keep_text = level == "full"
+        self.origin = time.perf_counter()
+        self.results: dict[ArtifactId[Any], Any] = {}
+        self.trips: list[_Trip] = []
+        self.by_source: dict[str, _SourceGroup | tuple[Any] | BaseException] = {}
+        self.workers: _Workers | None = None
+        self.pending = 0
+
+    def run(self, jobs: dict[ArtifactId[Any], Any]) -> dict[ArtifactId[Any], Any]:
+        """Looks every kernel up in the store first, sets the workers on the missing ones, and
+        loads the found ones while they work."""
+        started_at = time.time()
+        found: list[tuple[_Trip, Any]] = []
+        missing: list[_Trip] = []
+        for id, kernel in jobs.items():
+            trip = _Trip(id, kernel, CompilationRecording.for_artifact(id, self.keep_text))
+            self.trips.append(trip)
+            artifact = self._stored(trip)
+            if artifact is None:
+                missing.append(trip)
+            else:
+                found.append((trip, artifact))
+        finished = False
+        try:
+            self._lower_all(missing)
+            for trip, artifact in found:
+                if not self._load_stored(trip, artifact):
+                    self._lower_all([trip])
+            self._drain()
+            finished = True
+        finally:
+            if self.workers is not None:
+                self.workers.stop(cancel=not finished)
+            self._abandon_unfinished()
+        self._report(started_at)
+        return self.results
+
+    def _abandon_unfinished(self) -> None:
+        """Tells a target that claims kernels before compiling them (a fleet's shared store)
+        which ones it will not store, so that another host waiting for them compiles them."""
+        abandon = getattr(self.target, "abandon", None)
+        if abandon is None:
+            return
+        for trip in self.trips:
+            result = self.results.get(trip.id)
+            if result is None or isinstance(result, BaseException):
+                abandon(trip.id)
+
+    def _stored(self, trip: _Trip) -> Any | None:
+        try:
+            return self.target.stored(trip.id)
+        except Exception as e:
+            self.logger.logger.warning(
+                "%s: the store cannot be read, so it is compiled: %s", trip.id, e
+            )
+            return None
+
+    def _load_stored(self, trip: _Trip, artifact: Any) -> bool:
+        try:
+            self._finish(trip, artifact, "loaded", store=False)
+        except Exception as e:
+            self.logger.logger.warning(
+                "%s: the stored artifact cannot be loaded, so it is compiled again: %s", trip.id, e
+            )
+            trip.recording.load = None
+            return False
+        return True
+
+    def _lower_all(self, trips: list[_Trip]) -> None:
+        """Queues the lowering of ``trips``, starting the workers on the first call:
+        ``min(parallelism, len(trips))`` of them."""
+        if not trips:
+            return
+        if self.workers is None:
+            self.workers = _Workers(min(self.parallelism, len(trips)), self.origin)
+        for trip in trips:
+            self._submit(_LOWER, self._lower, trip)
+
+    def _drain(self) -> None:
+        """Handles each finished job as it arrives, until no job is left."""
+        assert self.workers is not None or not self.pending
+        while self.pending:
+            message, trip, value = self.workers.done.get()  # type: ignore[union-attr]
+            self.pending -= 1
+            self._handle(message, trip, value)
+
+    def _submit(self, priority: int, job: Callable[[_Trip], Any], trip: _Trip) -> None:
+        assert self.workers is not None
+        self.pending += 1
+        self.workers.submit(priority, lambda: job(trip))
+
+    def _lower(self, trip: _Trip) -> tuple[str, _Trip, Any]:
+        """On a worker: lower, then finalize here unless the source may be reused."""
+        assert self.workers is not None
+        try:
+            trip.lowered, trip.recording.lower = self.workers.timed(
+                lambda: self.compiler.lower(trip.kernel, trip.id, trip.recording, self.logger)
+            )
+            trip.source = self.compiler.source(trip.lowered)
+        except BaseException as e:
+            return "lower failed", trip, e
+        if trip.source is not None and self.persists:
+            return "lowered", trip, None
+        return self._finalize(trip)
+
+    def _finalize(self, trip: _Trip) -> tuple[str, _Trip, Any]:
+        assert self.workers is not None
+        try:
+            artifact, trip.recording.finalize = self.workers.timed(
+                lambda: self.compiler.finalize(trip.id, trip.lowered)
+            )
+        except BaseException as e:
+            return "finalize failed", trip, e
+        finally:
+            trip.lowered = None
+        return "finalized", trip, artifact
+
+    def _handle(self, message: str, trip: _Trip, value: Any) -> None:
+        """On the calling thread: what a worker's finished job leads to."""
+        if message == "lowered":
+            self._lowered(trip)
+        elif message == "finalized":
+            outcome = self._finish_or_fail(trip, value, "compiled")
+            if trip.source is not None and trip.recording.outcome == "compiled":
+                self.logger.dump_source(trip.id, trip.source)
+            self._settle(trip.source, outcome)
+        elif message == "finalize failed":
+            self.results[trip.id] = value
+            self._settle(trip.source, value)
+        else:
+            self.results[trip.id] = value
+
+    def _lowered(self, trip: _Trip) -> None:
+        """A kernel whose source may be reused: from this batch, from the store, or finalized
+        by it alone while later kernels of the same source wait for it."""
+        assert trip.source is not None
+        known = self.by_source.get(trip.source)
+        if isinstance(known, _SourceGroup):
+            known.waiting.append(trip)
+        elif isinstance(known, tuple):
+            self._finish_or_fail(trip, known[0], "rekeyed")
+        elif known is not None:
+            self.results[trip.id] = known
+        else:
+            try:
+                artifact = self.target.stored_for_source(trip.source)
+                if artifact is not None:
+                    self._finish(trip, artifact, "rekeyed", store=True)
+                    self.by_source[trip.source] = (artifact,)
+                    return
+            except Exception as e:
+                self.logger.debug(
+                    "%s: the artifact stored for its source cannot be loaded, "
+                    "so it is finalized: %s",
+                    trip.id,
+                    e,
+                )
+                trip.recording.load = None
+            self.by_source[trip.source] = _SourceGroup()
+            self._submit(_FINALIZE, self._finalize, trip)
+
+    def _settle(self, source: str | None, outcome: tuple[Any] | BaseException) -> None:
+        """The kernel finalizing ``source`` is done: its waiters take the artifact, or fail
+        with its error."""
+        if source is None or not self.persists:
+            return
+        group = self.by_source.get(source)
+        self.by_source[source] = outcome
+        if isinstance(group, _SourceGroup):
+            for waiting in group.waiting:
+                if isinstance(outcome, tuple):
+                    self._finish_or_fail(waiting, outcome[0], "rekeyed")
+                else:
+                    self.results[waiting.id] = outcome
+
+    def _finish_or_fail(
+        self, trip: _Trip, artifact: Any, outcome: str
+    ) -> tuple[Any] | BaseException:
+        try:
+            self._finish(trip, artifact, outcome, store=True)
+        except Exception as e:
+            self.results[trip.id] = e
+            return e
+        return (artifact,)
+
+    def _finish(self, trip: _Trip, artifact: Any, outcome: str, store: bool) -> None:
+        """Loads ``artifact`` for ``trip`` and, when ``store``, keeps it under its id (and
+        source) once the device took it."""
+        start = time.perf_counter() - self.origin
+        loaded = self.target.load(trip.id, artifact)
+        end = time.perf_counter() - self.origin
+        trip.recording.load = Phase(threading.current_thread().name, start, end)
+        if store:
+            try:
+                self.target.store(trip.id, artifact, trip.source)
+            except Exception as e:
+                self.logger.logger.warning("%s: the store refused it: %s", trip.id, e)
+        trip.recording.outcome = outcome
+        self.results[trip.id] = loaded
+        self.logger.kernel(trip.recording)
+
+    def _report(self, started_at: float) -> None:
+        recorded = tuple(t.recording for t in self.trips if t.recording.outcome is not None)
+        outcomes = [r.outcome for r in recorded]
+        record = BatchRecord(
+            started_at=started_at,
+            wall_s=time.perf_counter() - self.origin,
+            kernels_asked=len(self.trips),
+            compiled=outcomes.count("compiled"),
+            from_store=outcomes.count("loaded"),
+            rekeyed=outcomes.count("rekeyed"),
+            failed=len(self.trips) - len(recorded),
+            threads=self.workers.count if self.workers is not None else 0,
+            kernels=recorded,
+        )
+        self.logger.batch(record)
+        if self.publishing:
+            publish(record)

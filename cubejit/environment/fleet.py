@@ -1,0 +1,360 @@
+"""A fleet's store: the local environment in front, one Redis server behind, one compile per
+kernel across hosts.
+
+With ``CUBEJIT_STORE=redis://host:port/db`` (:attr:`~cubejit.config.Settings.store`), every
+:class:`~cubejit.environment.artifacts.ArtifactStore` reads its local environment first, then
+the server; what the server serves is kept locally (with the ``bundle`` origin: it came from
+elsewhere, and a local compile may replace it), and what a host compiles goes to both. Only
+artifacts travel: an environment's other namespaces (records) stay on their host.
+
+**Single flight.** A kernel missing everywhere is claimed before it compiles: the host takes a
+lease on its key on the server (``SET NX PX``, a random token as value). The holder compiles;
+a thread renews its leases every third of the lease time while they are held (compare-and-
+``PEXPIRE`` in Lua, so a lease that expired and was taken by another host is never extended),
+for at most :attr:`Leases.max_hold` seconds; storing the artifact, or giving up on the kernel
+(:meth:`FleetStore.abandon`), deletes the lease (compare-and-delete in Lua) and publishes on the
+key's channel. A host that finds the lease taken subscribes to that channel and blocks on it
+(no polling): it wakes when the holder stores or gives up, or when the lease's remaining time
+has passed, then reads the artifact, or takes the lease itself when the holder is gone.
+
+A host waits only while it holds no lease of its own: two hosts can then never wait for each
+other, whatever order they ask for kernels in. A host holding leases that meets one held
+elsewhere compiles that kernel too; the cost of that rare case is one duplicate compile, never
+a deadlock. Hosts asking for the same kernels in the same order (a fleet warming one program)
+never meet it: the first host to claim a batch's first kernel claims them all, and the others
+wait and then load.
+
+The lease time is the URL's ``lease`` query parameter in seconds (default
+:data:`DEFAULT_LEASE_S`): how long a dead holder delays the others.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from cubejit import config
+from cubejit.environment.signing import signer
+from cubejit.environment.storage import BUNDLE, LOCAL, InsertOutcome, Storage
+from cubejit.environment.storage_redis import (
+    Offline,
+    RedisLink,
+    RedisStorage,
+    describe,
+    split_url,
+)
+from cubejit.environment.store import Store
+from cubejit.errors import ConfigError
+
+if TYPE_CHECKING:
+    import redis.client
+
+logger = logging.getLogger("cubejit.environment")
+
+DEFAULT_LEASE_S = 15.0
+"""Seconds a lease lasts unless renewed."""
+
+# Extends KEYS[1] by ARGV[2] ms only while it holds this host's token ARGV[1].
+_RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+"""
+
+# Deletes the lease KEYS[1] only while it holds this host's token, then wakes the waiters.
+_RELEASE = """
+local mine = redis.call('GET', KEYS[1]) == ARGV[1]
+if mine then redis.call('DEL', KEYS[1]) end
+redis.call('PUBLISH', ARGV[2], 'done')
+return mine and 1 or 0
+"""
+
+
+class Leases:
+    """This process's leases on one server, and the thread that renews them. Thread-safe."""
+
+    def __init__(self, link: RedisLink, prefix: str, lease_s: float, max_hold: float) -> None:
+        self.link = link
+        self.prefix = prefix
+        self.lease_ms = max(1, int(lease_s * 1000))
+        self.max_hold = max_hold
+        """Seconds a lease is renewed at most, in case its kernel's end was never told."""
+        self.token = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        self._held: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
+        self._renewer: threading.Thread | None = None
+        self._renew = link.client.register_script(_RENEW)
+        self._release = link.client.register_script(_RELEASE)
+
+    def lease_key(self, namespace: str, key: bytes) -> str:
+        return f"{self.prefix}l:{namespace}:{key.hex()}"
+
+    def channel(self, namespace: str, key: bytes) -> str:
+        return f"{self.prefix}n:{namespace}:{key.hex()}"
+
+    def holds_any(self) -> bool:
+        """Whether this process holds a lease now."""
+        with self._lock:
+            return bool(self._held)
+
+    def acquire(self, namespace: str, key: bytes) -> bool:
+        """Takes the lease; whether this process holds it now. Raises :class:`Offline`."""
+        name = self.lease_key(namespace, key)
+        with self._lock:
+            if name in self._held:
+                return True
+        taken = self.link.run(lambda r: r.set(name, self.token, nx=True, px=self.lease_ms))
+        if not taken:
+            return False
+        with self._lock:
+            self._held[name] = time.monotonic()
+            self._start_renewer()
+        return True
+
+    def remaining(self, namespace: str, key: bytes) -> float:
+        """Seconds until the lease expires unless renewed; 0 when nobody holds it."""
+        name = self.lease_key(namespace, key)
+        ms = self.link.run(lambda r: r.pttl(name))
+        return max(0.0, ms / 1000)
+
+    def release(self, namespace: str, key: bytes) -> None:
+        """Gives the lease back, if this process holds it, and wakes the hosts waiting."""
+        name = self.lease_key(namespace, key)
+        with self._lock:
+            if self._held.pop(name, None) is None:
+                return
+        with contextlib.suppress(Offline):
+            channel = self.channel(namespace, key)
+            self.link.run(
+                lambda r: self._release(keys=[name], args=[self.token, channel], client=r)
+            )
+
+    @contextlib.contextmanager
+    def subscription(self, namespace: str, key: bytes) -> Iterator[redis.client.PubSub]:
+        """A subscription to the key's channel, for :meth:`wait`."""
+        pubsub = self.link.run(lambda r: r.pubsub(ignore_subscribe_messages=True))
+        try:
+            self.link.run(lambda _: pubsub.subscribe(self.channel(namespace, key)))
+            yield pubsub
+        finally:
+            with contextlib.suppress(Exception):
+                pubsub.close()
+
+    def wait(self, pubsub: redis.client.PubSub, seconds: float) -> None:
+        """Blocks until the key's channel speaks or ``seconds`` pass. Raises :class:`Offline`."""
+        self.link.run(lambda _: pubsub.get_message(timeout=seconds))
+
+    def _start_renewer(self) -> None:
+        if self._renewer is None or not self._renewer.is_alive():
+            self._renewer = threading.Thread(
+                target=self._renew_loop, name="cubejit-leases", daemon=True
+            )
+            self._renewer.start()
+
+    def _renew_loop(self) -> None:
+        while True:
+            with self._lock:
+                self._wake.wait(self.lease_ms / 3000)
+                if not self._held:
+                    self._renewer = None
+                    return
+                now = time.monotonic()
+                for name in [n for n, t in self._held.items() if now - t >= self.max_hold]:
+                    del self._held[name]
+                names = list(self._held)
+            for name in names:
+                try:
+                    kept = self.link.run(
+                        lambda r, n=name: self._renew(
+                            keys=[n], args=[self.token, self.lease_ms], client=r
+                        )
+                    )
+                except Offline:
+                    continue
+                if not kept:
+                    with self._lock:
+                        self._held.pop(name, None)
+
+
+class Shared:
+    """One server of this process: its storage (which signs and checks) and its leases."""
+
+    def __init__(self, url: str, settings: config.Settings) -> None:
+        _, own = split_url(url)
+        self.storage = RedisStorage(url, settings.store_timeout, signer(settings))
+        try:
+            lease_s = float(own.get("lease", DEFAULT_LEASE_S))
+        except ValueError:
+            raise ConfigError(
+                f"CUBEJIT_STORE {describe(url)}: lease must be a number of seconds, "
+                f"not {own['lease']!r}"
+            ) from None
+        self.leases = Leases(
+            self.storage.link,
+            self.storage.prefix,
+            lease_s,
+            max_hold=2 * settings.compile_timeout + lease_s,
+        )
+
+
+_shared: dict[str, Shared] = {}
+_shared_lock = threading.Lock()
+
+
+def shared(url: str) -> Shared:
+    """The process's connection to the server at ``url``, made on first use."""
+    with _shared_lock:
+        found = _shared.get(url)
+        if found is None:
+            found = _shared[url] = Shared(url, config.settings())
+        return found
+
+
+class FleetStore:
+    """A :class:`~cubejit.environment.store.Store` with a shared store behind it: the same
+    methods, plus :meth:`claim` and :meth:`abandon` for single flight. The shared store's
+    faults never reach the caller: the local store decides every outcome."""
+
+    def __init__(self, local: Store, fleet: Shared) -> None:
+        self.local = local
+        self.fleet = fleet
+        self.namespace = local.namespace
+        self.lazy = local.lazy
+
+    def storage(self) -> Storage:
+        """The local environment's storage."""
+        return self.local.storage()
+
+    def get(self, key: bytes) -> bytes | None:
+        """The value, locally or else from the shared store (then kept locally)."""
+        value = self.local.get(key)
+        if value is not None:
+            return value
+        return self._fetch(key)
+
+    def insert(self, key: bytes, value: bytes, origin: str = LOCAL) -> InsertOutcome:
+        """Writes locally, then to the shared store, and gives back the key's lease. The
+        outcome is the local one."""
+        outcome = self.local.insert(key, value, origin)
+        if outcome in (InsertOutcome.STORED, InsertOutcome.ALREADY_PRESENT):
+            self.fleet.storage.insert(self.namespace, key, value, origin)
+        self.fleet.leases.release(self.namespace, key)
+        return outcome
+
+    def remove(self, key: bytes) -> None:
+        self.local.remove(key)
+
+    def purge_key(self, key: bytes) -> None:
+        """Deletes the entry locally and on the shared store."""
+        self.local.purge_key(key)
+        self.fleet.storage.purge_key(self.namespace, key)
+
+    def purge(self) -> None:
+        """Deletes the namespace locally; the shared store, which other hosts read, keeps it."""
+        self.local.purge()
+
+    def scan(self) -> Iterator[tuple[bytes, bytes]]:
+        """The local environment's entries."""
+        return self.local.scan()
+
+    def claim(self, key: bytes) -> bytes | None:
+        """After a miss everywhere: the value when another host stored it meanwhile (kept
+        locally), else ``None``, and the caller compiles: this process holds the lease, or
+        cannot wait for another holder, or the server cannot be reached."""
+        leases = self.fleet.leases
+        try:
+            if leases.acquire(self.namespace, key):
+                return self._acquired(key)
+            if leases.holds_any():
+                return None
+            return self._wait(key)
+        except Offline:
+            return None
+
+    def _acquired(self, key: bytes) -> bytes | None:
+        """The lease is this process's now; a holder that stored the value and left just
+        before may have left it, and then there is nothing to compile."""
+        value = self._fetch(key)
+        if value is not None:
+            self.fleet.leases.release(self.namespace, key)
+        return value
+
+    def _fetch(self, key: bytes) -> bytes | None:
+        value = self.fleet.storage.get(self.namespace, key)
+        if value is not None:
+            self.local.insert(key, value, BUNDLE)
+        return value
+
+    def _wait(self, key: bytes) -> bytes | None:
+        leases = self.fleet.leases
+        started = time.monotonic()
+        with leases.subscription(self.namespace, key) as pubsub:
+            while True:
+                value = self._fetch(key)
+                if value is not None:
+                    return value
+                if leases.acquire(self.namespace, key):
+                    value = self._acquired(key)
+                    if value is None:
+                        logger.info(
+                            "the host compiling %s of namespace %r gave it up or was lost; "
+                            "compiling it here",
+                            key.hex()[:16],
+                            self.namespace,
+                        )
+                    return value
+                left = started + leases.max_hold - time.monotonic()
+                if left <= 0:
+                    return None
+                wait = min(left, max(0.01, leases.remaining(self.namespace, key)))
+                leases.wait(pubsub, wait)
+
+    def abandon(self, key: bytes) -> None:
+        """This process will not store ``key`` (its kernel failed): gives its lease back, so
+        that a host waiting for it compiles it."""
+        self.fleet.leases.release(self.namespace, key)
+
+
+def layered(local: Store) -> Store | FleetStore:
+    """``local`` with the settings' shared store behind it, or ``local`` alone when none is
+    configured (or the compilation cache is off)."""
+    settings = config.settings()
+    if not settings.store or not settings.compilation_cache:
+        return local
+    try:
+        return FleetStore(local, shared(settings.store))
+    except ImportError:
+        _warn_no_client(settings.store)
+        return local
+
+
+_warned_no_client = False
+
+
+def _warn_no_client(url: str) -> None:
+    global _warned_no_client
+    if not _warned_no_client:
+        _warned_no_client = True
+        logger.warning(
+            "CUBEJIT_STORE names the shared store %s but the redis package is missing "
+            "(pip install 'cubejit[redis]'); using the local environment only",
+            describe(url),
+        )
+
+
+def claim(store: Any, key: bytes) -> bytes | None:
+    """:meth:`FleetStore.claim` for a fleet store; ``None`` (compile) for any other store."""
+    return store.claim(key) if isinstance(store, FleetStore) else None
+
+
+def abandon(store: Any, key: bytes) -> None:
+    """:meth:`FleetStore.abandon` for a fleet store; nothing for any other."""
+    if isinstance(store, FleetStore):
+        store.abandon(key)

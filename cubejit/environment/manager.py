@@ -1,0 +1,192 @@
+"""The active environment of this process: which database file, opened once, and its
+generation.
+
+An environment is ``<root>/<name>.db``: the root is :func:`set_root`'s, else the settings'
+``cache_dir`` (``CUBEJIT_CACHE_DIR``, else the user cache directory); the name is
+:func:`activate`'s, else the settings' ``env`` (``CUBEJIT_ENV``, else ``default``). :func:`load`
+mounts any cubejit database or bundle file instead. With ``CUBEJIT_COMPILATION_CACHE`` off, the
+environment is this process's memory.
+
+Every switch (``activate``, ``set_root``, ``load``, or settings that now name another file)
+bumps :func:`generation`: whoever keeps what it read from the store (a backend's loaded
+kernels, a :class:`~cubejit.environment.store.Store`'s memory) drops it when that number
+changes. A database is opened once per process and its connection shared by every thread.
+
+A database that cannot be opened or written (a read-only root, a full disk, an I/O error) is
+replaced, for the rest of the process, by memory, with one WARNING: the run goes on, and the
+cost is compiling again next time. What such a database already holds is still served when it
+can be read.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from pathlib import Path
+
+from cubejit import config
+from cubejit.environment.storage import NamespaceSummary, Storage
+from cubejit.environment.storage_memory import MemoryStorage
+from cubejit.environment.storage_sqlite import SqliteStorage
+from cubejit.errors import StoreError
+
+log = logging.getLogger("cubejit.environment")
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+_MAX_NAME = 128
+_MEMORY = Path("<memory>")
+
+
+def sanitise(name: str) -> str:
+    """``name`` as a file name that stays inside the root: characters other than letters,
+    digits, ``.``, ``_`` and ``-`` become ``_``, and so does a leading dot (no ``..``, no
+    hidden file). Raises :class:`ValueError` for an empty name."""
+    if not name:
+        raise ValueError("an environment name must not be empty")
+    safe = _UNSAFE.sub("_", name)[:_MAX_NAME]
+    return "_" + safe[1:] if safe.startswith(".") else safe
+
+
+class Environments:
+    """This process's environments: the active one, every database opened so far (one
+    connection each), and the generation. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._forget()
+
+    def _forget(self) -> None:
+        self._name: str | None = None
+        self._root: Path | None = None
+        self._file: Path | None = None
+        # Monotonic even across a reset: loaders compare it with what they saw before.
+        self._generation = getattr(self, "_generation", -1) + 1
+        self._bound: Path | None = None
+        self._opened: dict[Path, Storage] = {}
+        self._degraded: set[Path] = set()
+        self._settings_seen: config.Settings | None = None
+        self._wanted = _MEMORY
+
+    def activate(self, name: str) -> None:
+        with self._lock:
+            self._name = sanitise(name)
+            self._file = None
+            self._switched()
+
+    def active(self) -> str:
+        with self._lock:
+            if self._file is not None:
+                return self._file.stem
+            return self._name or sanitise(config.settings().env)
+
+    def set_root(self, path: str | Path) -> None:
+        with self._lock:
+            self._root = Path(path).expanduser().resolve()
+            self._file = None
+            self._switched()
+
+    def root(self) -> Path:
+        with self._lock:
+            return self._root or config.settings().cache_dir.expanduser().resolve()
+
+    def load(self, file: str | Path) -> None:
+        path = Path(file).expanduser().resolve()
+        if not path.is_file():
+            raise StoreError(f"cannot load {path}: no such file")
+        with self._lock:
+            if path not in self._opened:
+                self._opened[path] = SqliteStorage.open(path, repair=False)
+            self._file = path
+            self._switched()
+
+    def path(self) -> Path:
+        with self._lock:
+            if self._file is not None:
+                return self._file
+            return self.root() / f"{self.active()}.db"
+
+    def generation(self) -> int:
+        with self._lock:
+            self._current()
+            return self._generation
+
+    def names(self) -> list[str]:
+        root = self.root()
+        if not root.is_dir():
+            return []
+        return sorted(p.stem for p in root.glob("*.db") if p.is_file())
+
+    def namespaces(self) -> list[NamespaceSummary]:
+        return self.current()[1].summaries()
+
+    def current(self) -> tuple[int, Storage]:
+        """The generation and storage of the active environment, opening it on first use."""
+        with self._lock:
+            return self._generation, self._current()
+
+    def degrade(self, storage: Storage, reason: str) -> Storage:
+        """Replaces ``storage``, whose writes fail, by memory (reading on from it) for the
+        rest of the process, with one WARNING; the storage to use instead."""
+        with self._lock:
+            for path, opened in self._opened.items():
+                if opened is storage:
+                    self._opened[path] = MemoryStorage(reads_from=storage)
+                    self._warn(path, reason)
+                    return self._opened[path]
+            return self._current()
+
+    def reset(self) -> None:
+        """Closes every database and forgets every choice, as in a new process."""
+        with self._lock:
+            for storage in self._opened.values():
+                storage.close()
+            self._forget()
+
+    def _switched(self) -> None:
+        self._generation += 1
+        self._bound = None
+        self._settings_seen = None
+
+    def _current(self) -> Storage:
+        settings = config.settings()
+        if settings is not self._settings_seen:
+            self._settings_seen = settings
+            self._wanted = self.path() if settings.compilation_cache else _MEMORY
+        wanted = self._wanted
+        if wanted != self._bound:
+            if self._bound is not None:
+                self._generation += 1
+            self._bound = wanted
+        storage = self._opened.get(wanted)
+        if storage is None:
+            storage = self._open(wanted)
+            self._opened[wanted] = storage
+        return storage
+
+    def _open(self, path: Path) -> Storage:
+        if path == _MEMORY:
+            return MemoryStorage()
+        try:
+            return SqliteStorage.open(path)
+        except StoreError as e:
+            self._warn(path, str(e))
+        try:
+            return MemoryStorage(reads_from=SqliteStorage.open(path, readonly=True, repair=False))
+        except StoreError:
+            return MemoryStorage()
+
+    def _warn(self, path: Path, reason: str) -> None:
+        if path in self._degraded:
+            return
+        self._degraded.add(path)
+        log.warning(
+            "cubejit: cannot write the compilation store %s (%s); compiled kernels are "
+            "kept in memory for the rest of this run and compile again next time",
+            path,
+            reason,
+        )
+
+
+ENVIRONMENTS = Environments()
+"""The environments of this process."""

@@ -1,0 +1,380 @@
+"""An environment on disk: one SQLite database file shared by every process that uses it.
+
+Several processes read and write one file at once, so the database runs in WAL mode (readers
+never wait for the writer), waits up to :data:`BUSY_TIMEOUT_MS` for a lock instead of failing,
+and makes every check-and-write one ``BEGIN IMMEDIATE`` transaction: of two processes inserting
+one key, exactly one writes it. A process keeps one connection per database, shared by its
+threads under a lock.
+
+A file that is not a database, a damaged one, or one of another schema version is renamed aside
+(``<name>.db.damaged-<time>-<pid>``) and rebuilt empty, with a WARNING: the cost is compiling
+again, never a crash. A write the disk refuses is an :attr:`InsertOutcome.FAILED` outcome.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import TypeVar
+
+from cubejit.environment.storage import LOCAL, InsertOutcome, NamespaceSummary, accepts
+from cubejit.errors import StoreError
+
+T = TypeVar("T")
+
+log = logging.getLogger("cubejit.environment")
+
+SCHEMA_VERSION = "1"
+BUSY_TIMEOUT_MS = 10_000
+ENVIRONMENT = "environment"
+"""``meta.kind`` of a database a machine compiles into."""
+BUNDLE_KIND = "bundle"
+"""``meta.kind`` of a file written by ``export_bundle``."""
+_SCAN_PAGE = 256
+_OWN_TABLES = {"meta", "entries"}
+_DAMAGE_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+
+SELECT_TABLES = "SELECT name FROM sqlite_master WHERE type = 'table'"
+CREATE_META = "CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)"
+CREATE_ENTRIES = (
+    "CREATE TABLE entries ("
+    " namespace TEXT NOT NULL,"
+    " key BLOB NOT NULL,"
+    " value BLOB NOT NULL,"
+    " origin TEXT NOT NULL,"
+    " stored_at REAL NOT NULL,"
+    " PRIMARY KEY (namespace, key)"
+    ") WITHOUT ROWID"
+)
+WRITE_META = "INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)"
+READ_META = "SELECT value FROM meta WHERE name = ?"
+SELECT_VALUE = "SELECT value FROM entries WHERE namespace = ? AND key = ?"
+SELECT_ENTRY = "SELECT value, origin FROM entries WHERE namespace = ? AND key = ?"
+INSERT_ENTRY = (
+    "INSERT INTO entries (namespace, key, value, origin, stored_at) VALUES (?, ?, ?, ?, ?)"
+)
+REPLACE_ENTRY = (
+    "UPDATE entries SET value = ?, origin = ?, stored_at = ? WHERE namespace = ? AND key = ?"
+)
+SET_ORIGIN = "UPDATE entries SET origin = ? WHERE namespace = ? AND key = ?"
+DELETE_ENTRY = "DELETE FROM entries WHERE namespace = ? AND key = ?"
+DELETE_NAMESPACE = "DELETE FROM entries WHERE namespace = ?"
+SCAN_PAGE = "SELECT key, value FROM entries WHERE namespace = ? AND key > ? ORDER BY key LIMIT ?"
+SUMMARIES = (
+    "SELECT namespace, count(*), sum(length(value)) FROM entries "
+    "GROUP BY namespace ORDER BY namespace"
+)
+
+
+class _Damaged(Exception):
+    """A file at the database's path that this cubejit cannot use as its database."""
+
+
+def is_damage(error: sqlite3.Error) -> bool:
+    """Whether ``error`` says the file is damaged or not a database at all."""
+    code = getattr(error, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in _DAMAGE_CODES
+
+
+class SqliteStorage:
+    """Entries in one SQLite file. Open with :meth:`open`; every method is thread-safe."""
+
+    persists = True
+
+    def __init__(
+        self, path: Path, connection: sqlite3.Connection, kind: str, *, readonly: bool, repair: bool
+    ) -> None:
+        self.path = path
+        """The database file."""
+        self.kind = kind
+        """``environment`` or ``bundle``."""
+        self.last_failure: str | None = None
+        self._connection = connection
+        self._readonly = readonly
+        self._repair = repair
+        self._inode = _inode(path)
+        self._lock = threading.RLock()
+
+    @classmethod
+    def open(
+        cls,
+        path: Path,
+        *,
+        kind: str = ENVIRONMENT,
+        readonly: bool = False,
+        repair: bool = True,
+        wal: bool = True,
+    ) -> SqliteStorage:
+        """Opens the database at ``path``, creating it (of ``kind``) if absent.
+
+        With ``repair``, a file that is damaged or of another schema is set aside with a
+        WARNING and rebuilt; without it, that is a :class:`StoreError`. A file that cannot be
+        created, opened or written is a :class:`StoreError` too.
+        """
+        try:
+            if not readonly:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                connection, found = _connect(path, kind, readonly=readonly, wal=wal)
+            except _Damaged as e:
+                if not repair or readonly:
+                    raise StoreError(f"{path} is not a cubejit store: {e}") from None
+                set_aside(path, str(e))
+                connection, found = _connect(path, kind, readonly=False, wal=wal)
+        except (OSError, sqlite3.Error, _Damaged) as e:
+            raise StoreError(str(e)) from e
+        return cls(path, connection, found, readonly=readonly, repair=repair)
+
+    def get(self, namespace: str, key: bytes) -> bytes | None:
+        try:
+            row = self._run(lambda c: c.execute(SELECT_VALUE, (namespace, key)).fetchone())
+        except (sqlite3.Error, StoreError) as e:
+            log.debug("cannot read %s: %s", self.path, e)
+            return None
+        return None if row is None else bytes(row[0])
+
+    def insert(
+        self, namespace: str, key: bytes, value: bytes, origin: str = LOCAL
+    ) -> InsertOutcome:
+        def check_and_write(connection: sqlite3.Connection) -> InsertOutcome:
+            with _immediate(connection):
+                return _check_and_write(connection, namespace, key, value, origin)
+
+        try:
+            return self._run(check_and_write)
+        except (sqlite3.Error, StoreError) as e:
+            self.last_failure = f"{self.path}: {e}"
+            return InsertOutcome.FAILED
+
+    def insert_all(self, entries: Iterable[tuple[str, bytes, bytes, str]]) -> int:
+        """Inserts ``(namespace, key, value, origin)`` entries in one transaction, by the
+        rules of :meth:`insert`; how many were stored. Raises :class:`StoreError` on failure,
+        leaving the database as it was."""
+
+        def write(connection: sqlite3.Connection) -> int:
+            with _immediate(connection):
+                return sum(
+                    _check_and_write(connection, *entry) is InsertOutcome.STORED
+                    for entry in entries
+                )
+
+        try:
+            return self._run(write)
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot write {self.path}: {e}") from e
+
+    def remove(self, namespace: str, key: bytes) -> None:
+        """Nothing to do: this storage keeps no copy in memory."""
+
+    def purge_key(self, namespace: str, key: bytes) -> None:
+        self._write(DELETE_ENTRY, (namespace, key))
+
+    def purge(self, namespace: str) -> None:
+        self._write(DELETE_NAMESPACE, (namespace,))
+
+    def scan(self, namespace: str) -> Iterator[tuple[bytes, bytes]]:
+        after = b""
+        while True:
+            try:
+                rows = self._run(
+                    lambda c, a=after: c.execute(SCAN_PAGE, (namespace, a, _SCAN_PAGE)).fetchall()
+                )
+            except (sqlite3.Error, StoreError) as e:
+                log.debug("cannot read %s: %s", self.path, e)
+                return
+            for key, value in rows:
+                yield bytes(key), bytes(value)
+            if len(rows) < _SCAN_PAGE:
+                return
+            after = bytes(rows[-1][0])
+
+    def summaries(self) -> list[NamespaceSummary]:
+        try:
+            rows = self._run(lambda c: c.execute(SUMMARIES).fetchall())
+        except (sqlite3.Error, StoreError) as e:
+            log.debug("cannot read %s: %s", self.path, e)
+            return []
+        return [NamespaceSummary(ns, count, size or 0) for ns, count, size in rows]
+
+    def meta(self, name: str) -> str | None:
+        """A value of the ``meta`` table (``schema_version``, ``kind``, ``name``)."""
+        row = self._run(lambda c: c.execute(READ_META, (name,)).fetchone())
+        return None if row is None else str(row[0])
+
+    def set_meta(self, name: str, value: str) -> None:
+        """Writes a value of the ``meta`` table."""
+        self._run(lambda c: c.execute(WRITE_META, (name, value)))
+
+    def close(self) -> None:
+        with self._lock:
+            self._connection.close()
+
+    def _write(self, statement: str, parameters: tuple[object, ...]) -> None:
+        try:
+            self._run(lambda c: c.execute(statement, parameters))
+        except (sqlite3.Error, StoreError) as e:
+            log.debug("cannot write %s: %s", self.path, e)
+
+    def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Runs ``work`` under the lock; a database found damaged is rebuilt (when allowed)
+        and ``work`` runs once more on the new one."""
+        with self._lock:
+            try:
+                return work(self._connection)
+            except sqlite3.DatabaseError as e:
+                if not (is_damage(e) and self._repair and not self._readonly):
+                    raise
+                self._rebuild(str(e))
+                return work(self._connection)
+
+    def _rebuild(self, reason: str) -> None:
+        self._connection.close()
+        if _inode(self.path) == self._inode:
+            set_aside(self.path, reason)
+        try:
+            self._connection, self.kind = _connect(self.path, self.kind, readonly=False, wal=True)
+        except _Damaged as e:
+            raise StoreError(f"cannot rebuild {self.path}: {e}") from None
+        self._inode = _inode(self.path)
+
+
+def _check_and_write(
+    connection: sqlite3.Connection, namespace: str, key: bytes, value: bytes, origin: str
+) -> InsertOutcome:
+    row = connection.execute(SELECT_ENTRY, (namespace, key)).fetchone()
+    if row is None:
+        connection.execute(INSERT_ENTRY, (namespace, key, value, origin, time.time()))
+        return InsertOutcome.STORED
+    outcome = accepts(bytes(row[0]), row[1], value, origin)
+    if outcome is InsertOutcome.STORED:
+        connection.execute(REPLACE_ENTRY, (value, origin, time.time(), namespace, key))
+    elif outcome is InsertOutcome.ALREADY_PRESENT and origin == LOCAL and row[1] != LOCAL:
+        connection.execute(SET_ORIGIN, (LOCAL, namespace, key))
+    return outcome
+
+
+class _immediate:
+    """``BEGIN IMMEDIATE`` … ``COMMIT``, rolled back if anything in between raises."""
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self._connection = connection
+
+    def __enter__(self) -> None:
+        self._connection.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        if kind is None:
+            self._connection.execute("COMMIT")
+        elif self._connection.in_transaction:
+            try:
+                self._connection.execute("ROLLBACK")
+            except sqlite3.Error as e:
+                log.debug("rollback failed: %s", e)
+
+
+def _connect(path: Path, kind: str, *, readonly: bool, wal: bool) -> tuple[sqlite3.Connection, str]:
+    """A connection to ``path`` with the schema checked (and created if the file is new);
+    the connection and the database's kind. Raises :class:`_Damaged` for a file that is not
+    a database of this schema."""
+    target = f"file:{path}?mode=ro" if readonly else str(path)
+    connection = sqlite3.connect(
+        target,
+        uri=readonly,
+        timeout=BUSY_TIMEOUT_MS / 1000,
+        isolation_level=None,
+        check_same_thread=False,
+    )
+    try:
+        connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        try:
+            found = _checked_schema(connection, kind, readonly=readonly, wal=wal)
+        except sqlite3.OperationalError as e:
+            if not readonly or e.sqlite_errorcode != sqlite3.SQLITE_CANTOPEN:
+                raise
+            connection.close()
+            return _connect_immutable(path, kind)
+    except sqlite3.DatabaseError as e:
+        connection.close()
+        if is_damage(e) or getattr(e, "sqlite_errorcode", None) == sqlite3.SQLITE_ERROR:
+            raise _Damaged(str(e)) from None
+        raise
+    except _Damaged:
+        connection.close()
+        raise
+    return connection, found
+
+
+def _connect_immutable(path: Path, kind: str) -> tuple[sqlite3.Connection, str]:
+    """A read-only connection to a WAL database on media nothing may write (no ``-shm`` file
+    can be made there), which SQLite opens only as immutable. Values keep their checksums, so a
+    file changed under it anyway serves nothing wrong."""
+    connection = sqlite3.connect(
+        f"file:{path}?mode=ro&immutable=1", uri=True, isolation_level=None, check_same_thread=False
+    )
+    try:
+        return connection, _checked_schema(connection, kind, readonly=True, wal=True)
+    except BaseException:
+        connection.close()
+        raise
+
+
+def _checked_schema(connection: sqlite3.Connection, kind: str, *, readonly: bool, wal: bool) -> str:
+    """Creates this module's tables in a file that has none of them (other tables, such as
+    the records', may be there already) and checks them; the database's kind."""
+    tables = {row[0] for row in connection.execute(SELECT_TABLES)}
+    if not tables & _OWN_TABLES and not readonly:
+        if wal:
+            connection.execute("PRAGMA journal_mode = WAL")
+        with _immediate(connection):
+            tables = {row[0] for row in connection.execute(SELECT_TABLES)}
+            if not tables & _OWN_TABLES:
+                connection.execute(CREATE_META)
+                connection.execute(CREATE_ENTRIES)
+                connection.execute(WRITE_META, ("schema_version", SCHEMA_VERSION))
+                connection.execute(WRITE_META, ("kind", kind))
+                tables |= _OWN_TABLES
+    if not _OWN_TABLES <= tables:
+        raise _Damaged(f"tables {sorted(tables)} are not those of a cubejit store")
+    version = connection.execute(READ_META, ("schema_version",)).fetchone()
+    if version is None or version[0] != SCHEMA_VERSION:
+        found = "none" if version is None else version[0]
+        raise _Damaged(f"schema version {found}; this cubejit uses {SCHEMA_VERSION}")
+    found_kind = connection.execute(READ_META, ("kind",)).fetchone()
+    if found_kind is None or found_kind[0] not in (ENVIRONMENT, BUNDLE_KIND):
+        raise _Damaged("no kind in its meta table")
+    if not readonly:
+        mode = "WAL" if wal else "DELETE"
+        connection.execute(f"PRAGMA journal_mode = {mode}")
+        connection.execute("PRAGMA synchronous = NORMAL" if wal else "PRAGMA synchronous = FULL")
+    return str(found_kind[0])
+
+
+def set_aside(path: Path, reason: str) -> Path:
+    """Renames a damaged database (and its WAL files) out of the way, with a WARNING; the new
+    name. Raises :class:`OSError` when the rename is refused."""
+    aside = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d%H%M%S')}-{os.getpid()}")
+    os.replace(path, aside)
+    for suffix in ("-wal", "-shm"):
+        companion = Path(f"{path}{suffix}")
+        if companion.exists():
+            os.replace(companion, Path(f"{aside}{suffix}"))
+    log.warning(
+        "cubejit: the compilation store %s cannot be used (%s); it was set aside as %s "
+        "and a new one started: its kernels compile again",
+        path,
+        reason,
+        aside,
+    )
+    return aside
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None

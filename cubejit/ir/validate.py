@@ -1,0 +1,279 @@
+"""The IR's rules, checked: what every backend may assume of the IR it is handed.
+
+:func:`validate` raises :class:`~cubejit.errors.ValidationError` naming the kernel, the rule
+and the offending statement (in the printed form). The frontend validates every kernel it
+builds; a pass over the IR must leave it valid, and tests may validate after every step.
+"""
+
+from __future__ import annotations
+
+import keyword
+
+from cubejit.errors import ValidationError
+from cubejit.ir.nodes import (
+    Assign,
+    Binary,
+    BinaryOp,
+    Break,
+    Cast,
+    Const,
+    Continue,
+    Expr,
+    If,
+    KernelIR,
+    Length,
+    Load,
+    Math,
+    MathFn,
+    Position,
+    PositionOf,
+    RangeFor,
+    Return,
+    Select,
+    Stmt,
+    Store,
+    Unary,
+    UnaryOp,
+    Var,
+    While,
+)
+from cubejit.ir.printer import print_expr, print_kernel
+from cubejit.ir.types import ArrayType, Kind, Scalar, bool_, u32
+
+_ARITY = {MathFn.FMA: 3, MathFn.MIN: 2, MathFn.MAX: 2, MathFn.POW: 2}
+_INT_MATH = frozenset((MathFn.ABS, MathFn.MIN, MathFn.MAX))
+_NUMERIC_OPS = frozenset(
+    (BinaryOp.ADD, BinaryOp.SUB, BinaryOp.MUL, BinaryOp.FLOORDIV, BinaryOp.MOD)
+)
+_INT_OPS = frozenset((BinaryOp.BITAND, BinaryOp.BITOR, BinaryOp.BITXOR))
+_SHIFTS = frozenset((BinaryOp.SHL, BinaryOp.SHR))
+
+
+class _Invalid(Exception):
+    pass
+
+
+def validate(kernel: KernelIR) -> None:
+    """Accepts ``kernel`` or raises :class:`~cubejit.errors.ValidationError`."""
+    checker = _Checker(kernel)
+    try:
+        checker.check()
+    except _Invalid as exc:
+        raise ValidationError(
+            f"kernel {kernel.name}: invalid IR: {exc}", kernel=kernel.name
+        ) from None
+
+
+def _fail(message: str) -> None:
+    raise _Invalid(message)
+
+
+def _scalar(t: object, what: str) -> Scalar:
+    if not isinstance(t, Scalar):
+        _fail(f"{what} has type {t!r}, not a scalar")
+    return t  # type: ignore[return-value]
+
+
+def _check_name(name: object, what: str) -> None:
+    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+        _fail(f"{what} name {name!r} is not a valid identifier")
+
+
+class _Checker:
+    def __init__(self, kernel: KernelIR) -> None:
+        self.kernel = kernel
+        self.scalars: dict[str, Scalar] = {}
+        """Names an Assign or Var may use: scalar parameters and locals."""
+        self.arrays: dict[str, ArrayType] = {}
+        self.local_names: set[str] = set()
+        self.assigned: set[str] = set()
+
+    def check(self) -> None:
+        seen: set[str] = set()
+        for param in self.kernel.params:
+            _check_name(param.name, "parameter")
+            if param.name in seen:
+                _fail(f"parameter {param.name} is declared twice")
+            seen.add(param.name)
+            if isinstance(param.type, ArrayType):
+                _scalar(param.type.elem, f"the elements of array {param.name}")
+                self.arrays[param.name] = param.type
+            else:
+                self.scalars[param.name] = _scalar(param.type, f"parameter {param.name}")
+        for local in self.kernel.locals:
+            _check_name(local.name, "local")
+            if local.name in seen:
+                _fail(f"local {local.name} is declared twice (or shares a parameter's name)")
+            seen.add(local.name)
+            self.scalars[local.name] = _scalar(local.type, f"local {local.name}")
+            self.local_names.add(local.name)
+        self.block(self.kernel.body, loops=0)
+        for name in sorted(self.local_names - self.assigned):
+            _fail(f"local {name} is declared but never assigned")
+
+    def block(self, block: object, loops: int) -> None:
+        if not isinstance(block, tuple):
+            _fail(f"a block must be a tuple of statements, not {type(block).__name__}")
+        for stmt in block:  # type: ignore[attr-defined]
+            try:
+                self.stmt(stmt, loops)
+            except _Invalid as exc:
+                if "\n  in: " in str(exc):
+                    raise
+                raise _Invalid(f"{exc}\n  in: {_brief(stmt)}") from None
+
+    def target(self, name: str) -> Scalar:
+        if name not in self.scalars:
+            what = "an array" if name in self.arrays else "not declared"
+            _fail(f"assignment to {name}, which is {what}")
+        self.assigned.add(name)
+        return self.scalars[name]
+
+    def stmt(self, stmt: Stmt, loops: int) -> None:
+        if isinstance(stmt, Assign):
+            declared = self.target(stmt.name)
+            self.expect(stmt.value, declared, f"the value assigned to {stmt.name}")
+        elif isinstance(stmt, Store):
+            array = self.array(stmt.array)
+            self.index(stmt.index)
+            self.expect(stmt.value, array.elem, f"the value stored into {stmt.array}")
+        elif isinstance(stmt, If):
+            self.expect(stmt.cond, bool_, "an if condition")
+            self.block(stmt.then, loops)
+            self.block(stmt.orelse, loops)
+        elif isinstance(stmt, RangeFor):
+            var = self.target(stmt.var)
+            if not var.is_int:
+                _fail(f"loop variable {stmt.var} is {var}, not an integer")
+            for part, expr in (("start", stmt.start), ("stop", stmt.stop), ("step", stmt.step)):
+                self.expect(expr, var, f"the range {part}")
+            if isinstance(stmt.step, Const) and stmt.step.value == 0:
+                _fail("a range step is zero")
+            self.block(stmt.body, loops + 1)
+        elif isinstance(stmt, While):
+            self.expect(stmt.cond, bool_, "a while condition")
+            self.block(stmt.body, loops + 1)
+        elif isinstance(stmt, Break | Continue):
+            if loops == 0:
+                _fail(f"{type(stmt).__name__.lower()} outside a loop")
+        elif not isinstance(stmt, Return):
+            _fail(f"{stmt!r} is not a statement")
+
+    def array(self, name: str) -> ArrayType:
+        if name not in self.arrays:
+            _fail(f"{name} is not an array parameter")
+        return self.arrays[name]
+
+    def index(self, expr: Expr) -> None:
+        if not self.expr(expr).is_int:
+            _fail(f"index {print_expr(expr)} is {expr.type}, not an integer")
+
+    def expect(self, expr: Expr, t: Scalar, what: str) -> None:
+        actual = self.expr(expr)
+        if actual != t:
+            _fail(f"{what} is {actual}, expected {t}: {print_expr(expr)}")
+
+    def expr(self, expr: Expr) -> Scalar:
+        """Checks ``expr`` and its operands; returns its type."""
+        t = getattr(expr, "type", None)
+        if not isinstance(t, Scalar):
+            _fail(f"expression {expr!r} has type {t!r}, not a scalar")
+        if isinstance(expr, Const):
+            self.const(expr)
+        elif isinstance(expr, Var):
+            if expr.name not in self.scalars:
+                _fail(f"{expr.name} is not a declared local or scalar parameter")
+            if self.scalars[expr.name] != t:
+                _fail(f"{expr.name} is {self.scalars[expr.name]} but used as {t}")
+        elif isinstance(expr, PositionOf):
+            if not isinstance(expr.which, Position) or t != u32:
+                _fail(f"a position must be a Position of type u32: {expr!r}")
+        elif isinstance(expr, Length):
+            self.array(expr.array)
+            if t != u32:
+                _fail(f"the length of {expr.array} must be u32")
+        elif isinstance(expr, Load):
+            if self.array(expr.array).elem != t:
+                _fail(f"a load from {expr.array} must have its element type")
+            self.index(expr.index)
+        elif isinstance(expr, Unary):
+            self.unary(expr)
+        elif isinstance(expr, Binary):
+            self.binary(expr)
+        elif isinstance(expr, Cast):
+            self.expr(expr.value)
+        elif isinstance(expr, Math):
+            self.math(expr)
+        elif isinstance(expr, Select):
+            self.expect(expr.cond, bool_, "a select condition")
+            self.expect(expr.if_true, t, "a select's first value")
+            self.expect(expr.if_false, t, "a select's second value")
+        else:
+            _fail(f"{expr!r} is not an expression")
+        return t
+
+    def const(self, const: Const) -> None:
+        value, t = const.value, const.type
+        if t.kind is Kind.BOOL:
+            ok = isinstance(value, bool)
+        elif t.is_int:
+            ok = isinstance(value, int) and not isinstance(value, bool)
+            if ok:
+                bits = t.bits
+                low, high = (
+                    (0, (1 << bits) - 1)
+                    if t.kind is Kind.UINT
+                    else (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+                )
+                ok = low <= value <= high  # type: ignore[operator]
+        else:
+            ok = isinstance(value, float)
+        if not ok:
+            _fail(f"constant {value!r} is not a valid {t}")
+
+    def unary(self, expr: Unary) -> None:
+        operand = self.expr(expr.operand)
+        if operand != expr.type:
+            _fail(f"{expr.op.value} of a {operand} must have type {operand}, not {expr.type}")
+        if expr.op is UnaryOp.NOT and operand != bool_:
+            _fail(f"not takes a bool, not {operand}")
+        if expr.op is UnaryOp.NEG and operand.kind is Kind.BOOL:
+            _fail("neg takes a number, not bool")
+        if expr.op is UnaryOp.INVERT and not operand.is_int:
+            _fail(f"invert takes an integer, not {operand}")
+
+    def binary(self, expr: Binary) -> None:
+        op = expr.op
+        lhs, rhs = self.expr(expr.lhs), self.expr(expr.rhs)
+        mixed_ok = (op in _SHIFTS or (op is BinaryOp.POW and lhs.is_int)) and rhs.is_int
+        if lhs != rhs and not mixed_ok:
+            _fail(f"{op.value} of {lhs} and {rhs}: operands must have one type")
+        result = bool_ if op.is_comparison or op.is_logical else lhs
+        if expr.type != result:
+            _fail(f"{op.value} of {lhs} must have type {result}, not {expr.type}")
+        if op.is_logical and lhs != bool_:
+            _fail(f"{op.value} takes bools, not {lhs}")
+        if op in _NUMERIC_OPS and lhs.kind is Kind.BOOL:
+            _fail(f"{op.value} takes numbers, not bool")
+        if op is BinaryOp.DIV and not lhs.is_float:
+            _fail(f"div takes floats, not {lhs}")
+        if op is BinaryOp.POW and lhs.kind is Kind.BOOL:
+            _fail("pow takes numbers, not bool")
+        if (op in _INT_OPS or op in _SHIFTS) and not lhs.is_int:
+            _fail(f"{op.value} takes integers, not {lhs}")
+
+    def math(self, expr: Math) -> None:
+        arity = _ARITY.get(expr.fn, 1)
+        if len(expr.args) != arity:
+            _fail(f"{expr.fn.value} takes {arity} argument(s), not {len(expr.args)}")
+        for arg in expr.args:
+            self.expect(arg, expr.type, f"an argument of {expr.fn.value}")
+        if expr.type.kind is Kind.BOOL or (expr.type.is_int and expr.fn not in _INT_MATH):
+            _fail(f"{expr.fn.value} does not take {expr.type}")
+
+
+def _brief(stmt: object) -> str:
+    if not isinstance(stmt, Assign | Store | If | RangeFor | While | Break | Continue | Return):
+        return repr(stmt)
+    text = print_kernel(KernelIR("_", (), (), (stmt,)))  # type: ignore[arg-type]
+    return text.splitlines()[1].strip()

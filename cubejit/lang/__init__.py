@@ -1,0 +1,71 @@
+"""The kernel language: ``@kernel``, ``@function``, the annotations and the builtins.
+
+A kernel is Python syntax read by cubejit and expanded into its IR (``cubejit.ir``); see
+LANGUAGE.md for the surface. Names here are re-exported by :mod:`cubejit`.
+
+Where LANGUAGE.md leaves a choice, the language decides:
+
+- Conditions (``if``, ``while``, ``x if c else y``) and the operands of ``and``/``or``/``not``
+  must be bools: a comparison, a bool local or a comptime bool. A number there is a compile
+  error that suggests ``x != 0``; Python's truthiness never applies.
+- A condition made only of comptime values and literals is folded: only the branch taken is
+  translated (errors in the other one never show). Locals are run-time values, never folded.
+- ``x if c else y`` with two literal branches and a run-time ``c`` takes ``f32`` when either
+  is a float, else ``i32``.
+- A local may be declared with a type: ``acc: cj.f64 = 0``. A ``@cj.function`` may annotate
+  parameters (arguments are checked and literals converted) and its result type.
+- ``cj.unroll`` expands at most 4096 iterations. ``len(a)``, ``int(x)``, ``float(x)`` and
+  ``pow`` are errors that name the language's spelling (``a.len()``, casts, ``**``).
+"""
+
+from __future__ import annotations
+
+from cubejit.lang.annotations import Array, Comptime
+from cubejit.lang.function import Function, function
+from cubejit.lang.intrinsics import (
+    abs,
+    cdiv,
+    ceil,
+    cos,
+    erf,
+    exp,
+    floor,
+    fma,
+    log,
+    max,
+    min,
+    pow,
+    sin,
+    sqrt,
+    tan,
+    tanh,
+    unroll,
+)
+from cubejit.lang.kernel import Kernel, KernelSpec, kernel
+
+__all__ = [
+    "Array",
+    "Comptime",
+    "Function",
+    "Kernel",
+    "KernelSpec",
+    "abs",
+    "cdiv",
+    "ceil",
+    "cos",
+    "erf",
+    "exp",
+    "floor",
+    "fma",
+    "function",
+    "kernel",
+    "log",
+    "max",
+    "min",
+    "pow",
+    "sin",
+    "sqrt",
+    "tan",
+    "tanh",
+    "unroll",
+]

@@ -1,0 +1,63 @@
+"""The annotations a kernel signature is written with: scalars, ``cj.Array[T]``, ``cj.Comptime[T]``.
+
+``cj.Array[cj.f32]`` evaluates to the IR's :class:`~cubejit.ir.types.ArrayType`, so an
+annotation means the same whether Python evaluated it or the frontend read it from the source.
+"""
+
+from __future__ import annotations
+
+import builtins
+import operator
+from dataclasses import dataclass
+
+import numpy as np
+
+from cubejit.ir.types import ArrayType, Scalar, Type
+
+
+class Array:
+    """``cj.Array[T]``: a one-dimensional buffer of the scalar ``T`` (indexable, ``.len()``)."""
+
+    def __class_getitem__(cls, elem: object) -> ArrayType:
+        if not isinstance(elem, Scalar):
+            raise TypeError(f"cj.Array[...] takes a scalar type such as cj.f32, not {elem!r}")
+        return ArrayType(elem)
+
+
+COMPTIME_KINDS = (builtins.int, builtins.bool, builtins.float)
+
+
+@dataclass(frozen=True, slots=True)
+class ComptimeType:
+    """The annotation ``cj.Comptime[kind]``: a parameter fixed when the kernel is specialised."""
+
+    kind: type
+    """``int``, ``bool`` or ``float``: the Python type its value is converted to."""
+
+    def convert(self, value: object) -> bool | int | float:
+        """``value`` as this parameter's kind; raises ``TypeError`` saying what was expected."""
+        is_bool = isinstance(value, builtins.bool | np.bool_)
+        if self.kind is builtins.bool and is_bool:
+            return builtins.bool(value)
+        if self.kind is not builtins.bool and not is_bool:
+            if isinstance(value, builtins.int | np.integer):
+                return self.kind(operator.index(value))
+            if self.kind is builtins.float and isinstance(value, builtins.float | np.floating):
+                return builtins.float(value)
+        raise TypeError(f"expected {self.kind.__name__}, got {type(value).__name__} {value!r}")
+
+    def __str__(self) -> str:
+        return f"Comptime[{self.kind.__name__}]"
+
+
+class Comptime:
+    """``cj.Comptime[int]`` / ``[bool]`` / ``[float]``: a parameter passed to ``launch`` and
+    ``specialize`` by keyword, folded into the kernel as a constant and part of its identity."""
+
+    def __class_getitem__(cls, kind: object) -> ComptimeType:
+        if kind not in COMPTIME_KINDS:
+            raise TypeError(f"cj.Comptime[...] takes int, bool or float, not {kind!r}")
+        return ComptimeType(kind)  # type: ignore[arg-type]
+
+
+ParamAnnotation = Type | ComptimeType

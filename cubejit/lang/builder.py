@@ -1,0 +1,86 @@
+"""The translator's state: the IR being built, the names it uses, and where errors point.
+
+Statements are emitted into the current block; :meth:`Builder.capture` redirects them so that
+a construct can decide where its statements go (an ``if`` branch, a loop body, a short-circuit).
+Every IR name comes from :meth:`Builder.fresh`, so names are unique across the kernel and every
+inlined function, whatever the Python names were.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from cubejit.errors import CompilationError, UnsupportedError
+from cubejit.ir.nodes import Assign, Expr, Param, Stmt, Var
+from cubejit.ir.types import Scalar
+from cubejit.lang.frame import Frame
+from cubejit.lang.source import Problem
+
+
+class Builder:
+    """Holds one kernel's IR under construction."""
+
+    def __init__(self, kernel_name: str, params: tuple[Param, ...]) -> None:
+        self.kernel_name = kernel_name
+        self.params = params
+        self.used: set[str] = {p.name for p in params}
+        self.locals: dict[str, Scalar] = {}
+        self.block: list[Stmt] = []
+        self.frames: list[Frame] = []
+        self.inlined: dict[str, int] = {}
+        """How many times each function name was inlined so far (numbers its copies)."""
+
+    @property
+    def frame(self) -> Frame:
+        return self.frames[-1]
+
+    def emit(self, stmt: Stmt) -> None:
+        self.block.append(stmt)
+
+    @contextmanager
+    def capture(self) -> Iterator[list[Stmt]]:
+        """Collects the statements emitted inside the ``with`` into the list it yields."""
+        outer, self.block = self.block, []
+        try:
+            yield self.block
+        finally:
+            self.block = outer
+
+    def fresh(self, base: str) -> str:
+        """An IR name not used yet: ``base``, else ``base_2``, ``base_3``..."""
+        name, n = base, 1
+        while name in self.used:
+            n += 1
+            name = f"{base}_{n}"
+        self.used.add(name)
+        return name
+
+    def declare(self, base: str, t: Scalar) -> str:
+        """A new local of type ``t`` named after ``base``."""
+        name = self.fresh(base)
+        self.locals[name] = t
+        return name
+
+    def spill(self, value: Expr, base: str = "tmp") -> Var:
+        """Evaluates ``value`` now into a new local, so later code sees this value."""
+        name = self.declare(base, value.type)
+        self.emit(Assign(name, value))
+        return Var(name, value.type)
+
+    def error(self, node: ast.AST, problem: Problem) -> CompilationError:
+        """``problem`` as the error a user sees: the place (with the chain of inlined calls
+        that led there), the kernel, what is wrong and what to write instead."""
+        frame = self.frame
+        text = frame.source.message(problem.node or node, self.kernel_name, problem.message)
+        while frame.call is not None:
+            caller, call = frame.call
+            line, col = caller.source.place(call)
+            text += (
+                f"\n  in @cj.function {frame.source.name}, called at "
+                f"{caller.source.file}:{line}:{col}"
+            )
+            frame = caller
+        kind = UnsupportedError if problem.unsupported else CompilationError
+        return kind(text, kernel=self.kernel_name)

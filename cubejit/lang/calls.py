@@ -1,0 +1,224 @@
+"""Translating calls: casts, math, ``cdiv``, ``a.len()`` and inlining ``@cj.function`` calls.
+
+An inlined call gets a frame of its own: its parameters are bound to the arguments (a constant
+stays a constant, an array stays the caller's array, a value gets a private local unless the
+function never assigns the parameter and the value is a plain variable), its names are prefixed
+``<function>_<n>_`` and its result is an expression the caller uses.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+
+from cubejit.ir.nodes import Assign, Binary, BinaryOp, Const, Length, Select, Var
+from cubejit.ir.types import ArrayType, Scalar, bool_
+from cubejit.lang import intrinsics
+from cubejit.lang.annotations import ComptimeType
+from cubejit.lang.expressions import ExpressionRules
+from cubejit.lang.frame import Binding, ConstBinding, Frame, LocalBinding
+from cubejit.lang.function import Function
+from cubejit.lang.operators import cast, fold_binary, math_call
+from cubejit.lang.signature import annotation_of
+from cubejit.lang.source import Problem, Spelling
+from cubejit.lang.values import ArrayRef, Literal, PyObject, Scalarish, Value, coerce, unify
+
+_INSTEAD = {
+    builtins.int: "cj.i32(x) (or another integer type)",
+    builtins.float: "cj.f32(x) (or cj.f64)",
+    builtins.bool: "a comparison, or cj.bool_(x)",
+    builtins.len: "`a.len()`",
+    builtins.pow: "`x ** y`, or cj.pow(x, y) on floats",
+    builtins.print: "nothing: kernels cannot print; write values to an array and read it",
+    builtins.range: "`range(...)` only as the iterable of a `for`",
+    intrinsics.unroll: "`cj.unroll(range(N))` only as the iterable of a `for`",
+}
+
+
+class CallRules(ExpressionRules):
+    """The call half of the expression translator."""
+
+    def expr_Call(self, node: ast.Call) -> Value:
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "len":
+            target = self.expr(func.value)
+            if isinstance(target, ArrayRef):
+                if node.args or node.keywords:
+                    raise Problem("`.len()` takes no arguments")
+                return Length(target.name)
+        callee = self.expr(func)
+        text = Spelling(node)
+        if not isinstance(callee, PyObject):
+            raise Problem(f"`{ast.unparse(func)}` is not callable")
+        obj = callee.obj
+        if isinstance(obj, Function):
+            return self.inline(obj, node)
+        if any(isinstance(a, ast.Starred) for a in node.args) or node.keywords:
+            raise Problem(
+                f"`{callee.spelling}` takes positional arguments only, in `{text}`",
+                unsupported=True,
+            )
+        if isinstance(obj, Scalar):
+            if len(node.args) != 1:
+                raise Problem(f"a cast takes one value: `cj.{obj}(x)`, in `{text}`")
+            return cast(self.scalar(node.args[0]), obj, text)
+        marker = intrinsics.PYTHON_BUILTINS.get(obj, obj)  # type: ignore[call-overload]
+        if isinstance(marker, intrinsics.MathMarker):
+            return math_call(marker, self.operands(node.args), text)
+        if obj is intrinsics.cdiv:
+            return self.cdiv(node, text)
+        instead = _INSTEAD.get(obj)  # type: ignore[call-overload]
+        if instead is not None:
+            raise Problem(
+                f"`{callee.spelling}(...)` is not supported in a kernel; write {instead}",
+                unsupported=True,
+            )
+        from cubejit.lang.kernel import Kernel
+
+        if isinstance(obj, Kernel):
+            raise Problem(
+                f"a kernel cannot call the kernel `{callee.spelling}`; put the shared "
+                f"code in a @cj.function",
+                unsupported=True,
+            )
+        raise Problem(
+            f"calling `{callee.spelling}` is not supported; a kernel calls casts "
+            f"(cj.f32(x)), cj math functions and @cj.function functions",
+            unsupported=True,
+        )
+
+    def cdiv(self, node: ast.Call, text: Spelling) -> Scalarish:
+        """``cj.cdiv(a, b)``: integer ceiling division, ``a // b + (a % b != 0)``, which holds
+        for either sign because ``//`` floors."""
+        if len(node.args) != 2:
+            raise Problem(f"cj.cdiv takes two integers, in `{text}`")
+        a, b = self.operands(node.args)
+        if isinstance(a, Literal) and isinstance(b, Literal):
+            if not all(isinstance(v, int) and not isinstance(v, bool) for v in (a.value, b.value)):
+                raise Problem(f"cj.cdiv takes integers, in `{text}`")
+            quotient = fold_binary(BinaryOp.FLOORDIV, a, b, text)
+            return Literal(quotient.value + (a.value % b.value != 0))  # type: ignore[operator]
+        x, y = unify([a, b], text.quote())
+        if not x.type.is_int:
+            raise Problem(f"cj.cdiv takes integers, not {x.type}, in `{text}`")
+        t = x.type
+        inexact = Binary(BinaryOp.NE, Binary(BinaryOp.MOD, x, y, t), Const(0, t), bool_)
+        return Binary(
+            BinaryOp.ADD,
+            Binary(BinaryOp.FLOORDIV, x, y, t),
+            Select(inexact, Const(1, t), Const(0, t), t),
+            t,
+        )
+
+    def inline(self, fn: Function, node: ast.Call) -> Value:
+        """The call ``node`` of ``fn``, expanded here; returns its result."""
+        if any(f.source.fn is fn.fn for f in self.frames):
+            raise Problem(
+                f"@cj.function {fn.name} calls itself; recursion is not supported "
+                f"(inlining would never end): write a loop",
+                unsupported=True,
+            )
+        args = fn.source.tree.args
+        if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs or args.defaults:
+            raise Problem(
+                f"@cj.function {fn.name}: only plain parameters are supported "
+                f"(no defaults, *args, **kwargs, keyword-only or positional-only)",
+                unsupported=True,
+            )
+        names = [a.arg for a in args.args]
+        values = self._arguments(fn, node, names)
+        count = self.inlined.get(fn.fn.__name__, 0) + 1
+        self.inlined[fn.fn.__name__] = count
+        frame = Frame(fn.source, f"{fn.fn.__name__}_{count}_", fn.assigned, call=(self.frame, node))
+        self.frames.append(frame)
+        try:
+            try:
+                self._enter(fn, frame, values)
+                body = fn.body()
+            except Problem as problem:
+                raise self.error(fn.source.tree, problem) from None
+            complete = self.block_of(body)
+        finally:
+            self.frames.pop()
+        if not frame.returns_value:
+            return PyObject(None, f"{fn.fn.__name__}(...)")
+        if not complete:
+            raise Problem(
+                f"@cj.function {fn.name} does not return a value on every path; end "
+                f"each path with `return value`"
+            )
+        if frame.result_name is not None:
+            return Var(frame.result_name, self.locals[frame.result_name])
+        assert frame.result is not None
+        return frame.result
+
+    def _enter(self, fn: Function, frame: Frame, values: list[Value]) -> None:
+        """Binds the parameters of ``frame`` and reads the return annotation."""
+        returns = fn.source.tree.returns
+        if returns is not None and not (
+            isinstance(returns, ast.Constant) and returns.value is None
+        ):
+            annotated = annotation_of(fn.source, returns)
+            if not isinstance(annotated, Scalar):
+                raise Problem(
+                    "a @cj.function returns a scalar; annotate it with a scalar type", node=returns
+                )
+            frame.return_type = annotated
+        for arg, value in zip(fn.source.tree.args.args, values, strict=True):
+            annotated = annotation_of(fn.source, arg.annotation) if arg.annotation else None
+            try:
+                frame.env[arg.arg] = self._bind(frame, arg.arg, annotated, value)
+            except Problem as problem:
+                problem.node = problem.node or arg
+                raise
+
+    def _arguments(self, fn: Function, node: ast.Call, names: list[str]) -> list[Value]:
+        """The call's arguments in parameter order, evaluated left to right as written."""
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(
+            k.arg is None for k in node.keywords
+        ):
+            raise Problem("*args and **kwargs are not supported in calls", unsupported=True)
+        if len(node.args) > len(names):
+            raise Problem(f"{fn.name} takes {len(names)} argument(s), got {len(node.args)}")
+        slots: dict[str, int] = {name: i for i, name in enumerate(names[: len(node.args)])}
+        for i, keyword in enumerate(node.keywords, start=len(node.args)):
+            if keyword.arg not in names:
+                raise Problem(f"{fn.name} has no parameter `{keyword.arg}`")
+            if keyword.arg in slots:
+                raise Problem(f"{fn.name} got `{keyword.arg}` twice")
+            slots[keyword.arg] = i
+        missing = [name for name in names if name not in slots]
+        if missing:
+            raise Problem(f"{fn.name} is missing argument(s): {', '.join(missing)}")
+        written = [*node.args, *(k.value for k in node.keywords)]
+        values = self.operands(written, arrays=True)
+        return [values[slots[name]] for name in names]
+
+    def _bind(self, frame: Frame, name: str, annotated: object, value: Value) -> Binding:
+        what = f"parameter `{name}` of {frame.source.name}"
+        if isinstance(annotated, ComptimeType):
+            raise Problem(
+                f"cj.Comptime parameters belong to kernels; annotate `{name}` with a "
+                f"scalar type or leave it unannotated"
+            )
+        if isinstance(value, ArrayRef):
+            if annotated is not None and annotated != value.type:
+                raise Problem(f"{what} is {annotated}, but an {value.type} was passed")
+            return value
+        if isinstance(annotated, ArrayType):
+            raise Problem(f"{what} is {annotated}, but a scalar was passed")
+        if isinstance(value, PyObject):
+            raise Problem(
+                f"{what}: passing `{value.spelling}` is not supported; pass numbers, "
+                f"bools and arrays",
+                unsupported=True,
+            )
+        if isinstance(annotated, Scalar):
+            value = coerce(value, annotated, what)
+        elif isinstance(value, Literal):
+            return ConstBinding(value, "value")
+        if isinstance(value, Var) and name not in frame.assigned:
+            return LocalBinding(value.name, value.type)
+        ir_name = self.declare(frame.prefix + name, value.type)
+        self.emit(Assign(ir_name, value))
+        return LocalBinding(ir_name, value.type)

@@ -1,0 +1,51 @@
+"""The frontend's entry point: a kernel's source and comptime values to its IR.
+
+This is the one place that sets up a translation: parameters become IR parameters (arrays,
+scalars) or constants (comptime values), the body is translated statement by statement, and the
+result is a :class:`~cubejit.ir.nodes.KernelIR` that the caller validates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from cubejit.ir.nodes import KernelIR, Local, Param
+from cubejit.ir.types import ArrayType, Scalar
+from cubejit.lang.annotations import ParamAnnotation
+from cubejit.lang.frame import ConstBinding, Frame, LocalBinding
+from cubejit.lang.source import Problem, PySource
+from cubejit.lang.statements import StatementRules
+from cubejit.lang.values import ArrayRef, Literal
+
+
+class Translator(StatementRules):
+    """Python syntax to IR, for one kernel specialisation."""
+
+
+def translate(
+    source: PySource,
+    signature: list[tuple[str, ParamAnnotation]],
+    comptime: Mapping[str, bool | int | float],
+) -> KernelIR:
+    """The IR of the kernel ``source`` with ``comptime`` values folded in.
+
+    Raises :class:`~cubejit.errors.CompilationError` (or ``UnsupportedError``) naming the kernel,
+    the file and line, and what to write instead.
+    """
+    params = tuple(Param(name, t) for name, t in signature if isinstance(t, Scalar | ArrayType))
+    translator = Translator(source.name, params)
+    frame = Frame(source, "", source.assigned)
+    for name, t in signature:
+        if isinstance(t, ArrayType):
+            frame.env[name] = ArrayRef(name, t)
+        elif isinstance(t, Scalar):
+            frame.env[name] = LocalBinding(name, t)
+        else:
+            frame.env[name] = ConstBinding(Literal(comptime[name]), "comptime")
+    translator.frames.append(frame)
+    try:
+        translator.block_of(source.tree.body)
+    except Problem as problem:
+        raise translator.error(source.tree, problem) from None
+    locals_ = tuple(Local(name, t) for name, t in translator.locals.items())
+    return KernelIR(source.name, params, locals_, tuple(translator.block))

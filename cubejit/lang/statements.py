@@ -1,0 +1,287 @@
+"""Translating Python statements: assignments, ``if``, loops, ``break``/``continue``, ``return``.
+
+:meth:`StatementRules.block_of` returns whether every path through a block ended in a
+``return``: a ``@cj.function`` that returns a value must do so on every path. Statements after
+a ``return``, ``break`` or ``continue`` are never run by Python and are not translated.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from cubejit.ir.nodes import (
+    Assign,
+    Break,
+    Continue,
+    If,
+    Load,
+    Return,
+    Stmt,
+    Store,
+    Unary,
+    UnaryOp,
+    While,
+)
+from cubejit.ir.types import Scalar, bool_
+from cubejit.lang.calls import CallRules
+from cubejit.lang.expressions import BINARY_OPS
+from cubejit.lang.frame import ConstBinding, LocalBinding
+from cubejit.lang.loops import LoopRules
+from cubejit.lang.operators import binary
+from cubejit.lang.signature import annotation_of
+from cubejit.lang.source import Problem, Spelling
+from cubejit.lang.unsupported import describe, unsupported_message
+from cubejit.lang.values import (
+    ArrayRef,
+    Literal,
+    PyObject,
+    Value,
+    coerce,
+    contains_load,
+    typed,
+)
+
+RETURNED, JUMPED = "returned", "jumped"
+
+
+class StatementRules(LoopRules, CallRules):
+    """The statement half of the translator."""
+
+    def block_of(self, stmts: list[ast.stmt]) -> bool:
+        """Translates ``stmts`` into the current block; whether every path returned."""
+        for stmt in stmts:
+            ending = self.stmt(stmt)
+            if ending is not None:
+                return ending == RETURNED
+        return False
+
+    def branch(self, stmts: list[ast.stmt]) -> tuple[tuple[Stmt, ...], bool]:
+        """``stmts`` as a block of their own, run only on some paths."""
+        self.frame.branch_depth += 1
+        try:
+            with self.capture() as block:
+                returned = self.block_of(stmts)
+        finally:
+            self.frame.branch_depth -= 1
+        return tuple(block), returned
+
+    def stmt(self, node: ast.stmt) -> str | None:
+        """Translates one statement; says whether it returned or jumped out of the block."""
+        try:
+            method = getattr(self, f"stmt_{type(node).__name__}", None)
+            if method is None:
+                raise Problem(unsupported_message(node), unsupported=True)
+            return method(node)
+        except Problem as problem:
+            raise self.error(node, problem) from None
+
+    def stmt_Pass(self, node: ast.Pass) -> None:
+        return None
+
+    def stmt_Expr(self, node: ast.Expr) -> None:
+        if not (isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
+            self.expr(node.value)
+        return None
+
+    def stmt_Assign(self, node: ast.Assign) -> None:
+        value = self.expr(node.value)
+        if len(node.targets) > 1 and not isinstance(value, Literal | ArrayRef | PyObject):
+            value = self.spill(value)
+        for target in node.targets:
+            self.assign(target, value)
+        return None
+
+    def stmt_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is None or not isinstance(node.target, ast.Name):
+            raise Problem(
+                "an annotated assignment declares one name with a value: `x: cj.f32 = 0.0`",
+                unsupported=True,
+            )
+        declared = annotation_of(self.frame.source, node.annotation)
+        if not isinstance(declared, Scalar):
+            raise Problem("a local has a scalar type, e.g. `x: cj.f32 = 0.0`")
+        binding = self.frame.env.get(node.target.id)
+        if isinstance(binding, LocalBinding) and binding.type != declared:
+            raise Problem(f"`{node.target.id}` is already a {binding.type}")
+        self.assign(node.target, coerce(self.scalar(node.value), declared, f"`{node.target.id}`"))
+        return None
+
+    def stmt_AugAssign(self, node: ast.AugAssign) -> None:
+        op = BINARY_OPS.get(type(node.op))
+        if op is None:
+            raise Problem("this augmented assignment is not supported", unsupported=True)
+        text = Spelling(node)
+        target = node.target
+        if isinstance(target, ast.Name):
+            current = self.scalar(ast.copy_location(ast.Name(target.id, ast.Load()), target))
+            lhs, rhs = self.operands([node.value], done=[current])
+            self.assign(target, binary(op, lhs, rhs, text))
+            return None
+        if not isinstance(target, ast.Subscript):
+            raise Problem(unsupported_message(target), unsupported=True)
+        load = self.expr(
+            ast.copy_location(ast.Subscript(target.value, target.slice, ast.Load()), target)
+        )
+        assert isinstance(load, Load)
+        if contains_load(load.index):
+            load = Load(load.array, self.spill(load.index, "index"), load.type)
+        current, rhs = self.operands([node.value], done=[load])
+        value = coerce(
+            binary(op, current, rhs, text),
+            load.type,
+            f"an element of `{ast.unparse(target.value)}`",
+        )
+        self.emit(Store(load.array, load.index, value))
+        return None
+
+    def assign(self, target: ast.expr, value: Value) -> None:
+        """``target = value`` for a name or an array element."""
+        if isinstance(target, ast.Subscript):
+            array = self.expr(target.value)
+            if not isinstance(array, ArrayRef):
+                raise self.error(
+                    target,
+                    Problem(
+                        f"only arrays can be indexed; `{ast.unparse(target.value)}` is not one"
+                    ),
+                )
+            if isinstance(target.slice, ast.Slice | ast.Tuple):
+                raise self.error(
+                    target,
+                    Problem(
+                        "arrays are one-dimensional and written one element at a time: `a[i] = v`",
+                        unsupported=True,
+                    ),
+                )
+            scalar, index = self.operands([target.slice], done=[self.as_scalar(value, target)])
+            element = coerce(
+                scalar, array.type.elem, f"an element of `{ast.unparse(target.value)}`"
+            )
+            self.emit(Store(array.name, self.check_index(index, target.slice), element))
+            return
+        if not isinstance(target, ast.Name):
+            raise self.error(
+                target,
+                Problem(
+                    f"assigning to {describe(target)[0]} is not supported; assign to a name or an "
+                    f"array element",
+                    unsupported=True,
+                ),
+            )
+        try:
+            self.bind_name(target.id, value, target)
+        except Problem as problem:
+            raise self.error(target, problem) from None
+
+    def bind_name(self, name: str, value: Value, node: ast.expr) -> None:
+        """``name = value``: a new local the first time (typed by ``value``), else an
+        assignment of the local's type."""
+        frame = self.frame
+        binding = frame.env.get(name)
+        if isinstance(binding, ConstBinding) and binding.origin == "comptime":
+            raise Problem(
+                f"`{name}` is a comptime parameter and cannot be assigned; copy it "
+                f"to a local first: `{name.lower()}_value = {name}`"
+            )
+        if isinstance(binding, ConstBinding) and binding.origin == "unroll":
+            raise Problem(f"`{name}` is the index of a cj.unroll loop and cannot be assigned")
+        if isinstance(binding, ArrayRef) or isinstance(value, ArrayRef):
+            raise Problem(
+                "arrays cannot be assigned or renamed; index them (`a[i] = v`) or "
+                "pass them to a @cj.function",
+                unsupported=True,
+            )
+        scalar = self.as_scalar(value, node)
+        if isinstance(binding, LocalBinding):
+            self.emit(Assign(binding.ir_name, coerce(scalar, binding.type, f"`{name}`")))
+            return
+        expr = typed(scalar)
+        ir_name = self.declare(frame.prefix + name, expr.type)
+        frame.env[name] = LocalBinding(ir_name, expr.type)
+        self.emit(Assign(ir_name, expr))
+
+    def stmt_If(self, node: ast.If) -> str | None:
+        cond = self.condition(node.test, "`if`")
+        if isinstance(cond, Literal):
+            returned = self.block_of(node.body if cond.value else node.orelse)
+            return RETURNED if returned else None
+        then, then_returned = self.branch(node.body)
+        orelse, else_returned = self.branch(node.orelse)
+        self.emit(If(cond, then, orelse))
+        return RETURNED if then_returned and else_returned else None
+
+    def stmt_Break(self, node: ast.Break) -> str:
+        self._jump("break")
+        self.emit(Break())
+        return JUMPED
+
+    def stmt_Continue(self, node: ast.Continue) -> str:
+        self._jump("continue")
+        self.emit(Continue())
+        return JUMPED
+
+    def _jump(self, word: str) -> None:
+        loops = self.frame.loops
+        if not loops:
+            raise Problem(f"`{word}` outside a loop")
+        if loops[-1] == "unroll":
+            raise Problem(
+                f"`{word}` inside a cj.unroll loop is not supported (the loop is "
+                f"expanded, there is nothing to jump in); use a plain "
+                f"`for ... in range(...)`, or an `if` around the body",
+                unsupported=True,
+            )
+
+    def stmt_Return(self, node: ast.Return) -> str:
+        frame = self.frame
+        if frame.is_kernel:
+            if node.value is not None:
+                raise Problem(
+                    "a kernel returns nothing (a bare `return` ends the unit); write "
+                    "the result into an array instead, e.g. `out[i] = value`"
+                )
+            self.emit(Return())
+            return RETURNED
+        has_value = node.value is not None
+        if frame.returns_value is not None and frame.returns_value != has_value:
+            raise Problem(
+                "this function mixes `return` and `return value`; return a value on every path"
+            )
+        frame.returns_value = has_value
+        if node.value is None:
+            return RETURNED
+        value = self.scalar(node.value)
+        if frame.return_type is not None:
+            value = coerce(value, frame.return_type, "the annotated return type")
+        if frame.branch_depth == 0 and frame.result_name is None:
+            frame.result = value
+            return RETURNED
+        if frame.result_name is None:
+            t = frame.return_type or typed(value).type
+            frame.result_name = self.declare(frame.prefix + "result", t)
+        t = self.locals[frame.result_name]
+        self.emit(
+            Assign(
+                frame.result_name,
+                coerce(value, t, "the function's result (its first return decides its type)"),
+            )
+        )
+        return RETURNED
+
+    def stmt_While(self, node: ast.While) -> None:
+        if node.orelse:
+            raise Problem(
+                "`while ... else` is not supported; test after the loop", unsupported=True
+            )
+        with self.capture() as test_stmts:
+            cond = self.condition(node.test, "`while`")
+        if isinstance(cond, Literal) and not cond.value:
+            return None
+        with self.capture() as body:
+            if test_stmts:
+                self.block.extend(test_stmts)
+                self.emit(If(Unary(UnaryOp.NOT, coerce(cond, bool_, "`while`"), bool_), (Break(),)))
+            self.loop_body(node.body, "loop")
+        loop_cond = coerce(cond if not test_stmts else Literal(True), bool_, "`while`")
+        self.emit(While(loop_cond, tuple(body)))
+        return None

@@ -1,0 +1,144 @@
+"""What a kernel expression translates to, and how untyped constants get their type.
+
+An expression becomes one of:
+
+- an IR expression (typed: it has a :class:`~cubejit.ir.types.Scalar` ``type``);
+- a :class:`Literal`, a Python constant with no type yet: a literal of the source, a comptime
+  value, a ``cj.unroll`` index, or a constant folded from those. It takes the type of the other
+  operand, or, alone, ``i32`` / ``f32`` / ``bool``;
+- an :class:`ArrayRef`, an array parameter (only indexed, measured or passed on);
+- a :class:`PyObject`, a Python object the language gives a meaning to where it is used
+  (``cj.f32`` when called, ``range`` in a ``for``, a ``@cj.function``, a module).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cubejit.ir.nodes import Const, Expr, Load, sub_exprs
+from cubejit.ir.types import ArrayType, Kind, Scalar, bool_, f32, i32
+from cubejit.lang.source import Problem, Spelling
+
+
+@dataclass(frozen=True, slots=True)
+class Literal:
+    """A constant whose type the context decides."""
+
+    value: bool | int | float
+
+
+@dataclass(frozen=True, slots=True)
+class ArrayRef:
+    """An array parameter, by its IR name."""
+
+    name: str
+    type: ArrayType
+
+
+@dataclass(frozen=True, slots=True)
+class PyObject:
+    """A Python object named by the kernel; ``spelling`` is how the source wrote it."""
+
+    obj: object
+    spelling: str
+
+
+Value = Expr | Literal | ArrayRef | PyObject
+Scalarish = Expr | Literal
+"""A value that is a single number or bool."""
+
+
+def default_type(value: bool | int | float) -> Scalar:
+    """The type of a constant used alone: ``bool``, ``i32`` or ``f32``."""
+    if isinstance(value, bool):
+        return bool_
+    return i32 if isinstance(value, int) else f32
+
+
+def describe(value: Scalarish) -> str:
+    """A value's type as messages name it."""
+    if isinstance(value, Literal):
+        kind = type(value.value).__name__
+        return f"the {kind} constant {value.value!r}"
+    return str(value.type)
+
+
+def int_range(t: Scalar) -> tuple[int, int]:
+    """The values an integer type holds."""
+    if t.kind is Kind.UINT:
+        return 0, (1 << t.bits) - 1
+    return -(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1
+
+
+def const_of(value: bool | int | float, t: Scalar) -> Const:
+    """``value`` as a constant of ``t``, or a :class:`Problem` saying why it cannot be one."""
+    if t.kind is Kind.BOOL:
+        if isinstance(value, bool):
+            return Const(value, t)
+        raise Problem(
+            f"the constant {value!r} is used where a bool is expected; "
+            f"write a comparison or True/False"
+        )
+    if isinstance(value, bool):
+        raise Problem(
+            f"the bool {value!r} is used where a {t} is expected; "
+            f"cast it with cj.{t}(...) if that is meant"
+        )
+    if t.is_float:
+        return Const(float(value), t)
+    if isinstance(value, float):
+        raise Problem(
+            f"the float constant {value!r} cannot be an integer ({t}); write an integer "
+            f"constant, or cast the other operand to a float, e.g. cj.f32(...)"
+        )
+    low, high = int_range(t)
+    if not low <= value <= high:
+        raise Problem(
+            f"the constant {value} does not fit in {t} ({low} to {high}); "
+            f"cast the other operand to a wider type, e.g. cj.i64(...)"
+        )
+    return Const(value, t)
+
+
+def typed(value: Scalarish) -> Expr:
+    """``value`` with a type: a literal gets its default one."""
+    if isinstance(value, Literal):
+        return const_of(value.value, default_type(value.value))
+    return value
+
+
+def coerce(value: Scalarish, t: Scalar, what: str | Spelling) -> Expr:
+    """``value`` where a ``t`` is required (``what`` names the place in messages): a literal
+    becomes a constant of ``t``; a typed value must already be a ``t`` (no silent conversion)."""
+    if isinstance(value, Literal):
+        return const_of(value.value, t)
+    if value.type != t:
+        raise Problem(
+            f"{what} is {t} but the value is {value.type}; cast it explicitly: cj.{t}(...)"
+        )
+    return value
+
+
+def unify(values: list[Scalarish], what: str | Spelling) -> list[Expr]:
+    """Gives ``values`` one type: that of the typed ones (which must agree), literals adopting
+    it; all literals take the type of the first float (``f32``) or else the default."""
+    typed_values = [v for v in values if not isinstance(v, Literal)]
+    if typed_values:
+        t = typed_values[0].type
+        for other in typed_values[1:]:
+            if other.type != t:
+                raise Problem(
+                    f"{what} mixes {t} and {other.type}; cubejit never converts "
+                    f"silently: cast one side, e.g. cj.{t}(...) or cj.{other.type}(...)"
+                )
+    else:
+        consts = [v.value for v in values if isinstance(v, Literal)]
+        t = next((f32 for c in consts if isinstance(c, float)), default_type(consts[0]))
+    return [coerce(v, t, what) for v in values]
+
+
+def contains_load(expr: Expr) -> bool:
+    """Whether evaluating ``expr`` reads an array (so its value may change when code runs)."""
+    if isinstance(expr, Load):
+        return True
+    return any(contains_load(e) for e in sub_exprs(expr))

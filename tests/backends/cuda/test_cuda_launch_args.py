@@ -1,0 +1,191 @@
+"""The launch path without a GPU: the parameter buffer the driver reads, and every argument
+check that raises before anything runs (the driver call is replaced by one that records)."""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+from typing import Any
+
+import numpy as np
+import pytest
+
+from cubejit.backends.cuda.artifact import ParamSlot
+from cubejit.backends.cuda.buffer import CudaBuffer
+from cubejit.backends.cuda.driver import ARCHITECTURAL_LIMITS
+from cubejit.backends.cuda.launch import Launcher, bf16_bits
+from cubejit.errors import LaunchError
+from cubejit.ir.types import bf16, bool_, f16, f32, f64, i32, i64, u32
+
+
+class FakeClient:
+    """What a launcher asks of its client."""
+
+    stream_handle = 0x5150
+    limits = ARCHITECTURAL_LIMITS
+
+    def __init__(self) -> None:
+        self.adopted: list[Any] = []
+
+    def adopt(self, array: Any, where: str) -> None:
+        self.adopted.append(array)
+
+
+class RecordingDriver:
+    """Stands for ``cuLaunchKernel``: keeps each call and the bytes each parameter points at."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.calls: list[tuple[Any, ...]] = []
+        self.params: list[list[bytes]] = []
+
+    def __call__(self, *args: Any) -> int:
+        plain = [a.value if isinstance(a, ctypes.c_void_p) else a for a in args]
+        self.calls.append(tuple(plain[:9]))
+        pointers = (ctypes.c_void_p * self.count).from_address(plain[9])
+        self.params.append([ctypes.string_at(p, 8) for p in pointers])
+        return 0
+
+
+def make(params: tuple[ParamSlot, ...], cube_dim=(128, 1, 1)) -> tuple[Launcher, Any, Any]:
+    client = FakeClient()
+    count = sum(2 if p.is_array else 1 for p in params)
+    driver = RecordingDriver(count)
+    return Launcher(client, 0xF00, params, cube_dim, "k", driver), client, driver
+
+
+SAXPY = (
+    ParamSlot("a", f32, False),
+    ParamSlot("x", f32, True),
+    ParamSlot("out", f32, True),
+)
+
+
+def test_a_launch_passes_scalars_by_value_and_arrays_as_pointer_and_length() -> None:
+    launcher, client, driver = make(SAXPY)
+    x = CudaBuffer(client, 0x1000, 300, f32, None)
+    out = CudaBuffer(client, 0x2000, 300, f32, None)
+    launcher(3, (2.5, x, out))
+    launcher((2, 3), (1, x, out))
+    assert driver.calls == [
+        (0xF00, 3, 1, 1, 128, 1, 1, 0, 0x5150),
+        (0xF00, 2, 3, 1, 128, 1, 1, 0, 0x5150),
+    ]
+    a, x_ptr, x_len, out_ptr, out_len = driver.params[0]
+    assert struct.unpack("<f", a[:4]) == (2.5,)
+    assert struct.unpack("<QIQI", x_ptr + x_len[:4] + out_ptr + out_len[:4]) == (
+        0x1000,
+        300,
+        0x2000,
+        300,
+    )
+    assert struct.unpack("<f", driver.params[1][0][:4]) == (1.0,)
+
+
+def test_every_scalar_type_is_packed_in_its_own_width() -> None:
+    params = tuple(ParamSlot(t.name, t, False) for t in (bool_, i32, i64, u32, f16, bf16, f32, f64))
+    launcher, _, driver = make(params)
+    launcher(1, (True, -5, -(2**40), 2**32 - 1, 1.5, 1.5, 0.1, 0.1))
+    raw = driver.params[0]
+    assert raw[0][:1] == b"\x01"
+    assert struct.unpack("<i", raw[1][:4]) == (-5,)
+    assert struct.unpack("<q", raw[2]) == (-(2**40),)
+    assert struct.unpack("<I", raw[3][:4]) == (2**32 - 1,)
+    assert struct.unpack("<e", raw[4][:2]) == (1.5,)
+    assert struct.unpack("<H", raw[5][:2]) == (0x3FC0,)
+    assert struct.unpack("<f", raw[6][:4]) == (np.float32(0.1),)
+    assert struct.unpack("<d", raw[7]) == (0.1,)
+
+
+def test_bf16_rounds_to_nearest_even() -> None:
+    assert bf16_bits(1.0) == 0x3F80
+    assert bf16_bits(1.0 + 2**-8) == 0x3F80
+    assert bf16_bits(1.0 + 3 * 2**-8) == 0x3F82
+    assert bf16_bits(float("inf")) == 0x7F80
+    assert bf16_bits(float("nan")) & 0x7F80 == 0x7F80
+
+
+BUFFER = object()
+"""Stands for a fitting buffer in the cases below."""
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((1.0,), "takes 3 arguments \\(a, x, out\\), got 1"),
+        (("two", BUFFER, BUFFER), "argument a of kernel k must be a f32, got str"),
+        ((1.0, np.zeros(4, np.float32), BUFFER), "numpy array, in host memory"),
+        ((1.0, "x", BUFFER), "argument x of kernel k \\(Array\\[f32\\]\\) is a str"),
+    ],
+)
+def test_arguments_that_do_not_fit_raise_before_the_launch(
+    args: tuple[Any, ...], message: str
+) -> None:
+    launcher, client, driver = make(SAXPY)
+    out = CudaBuffer(client, 0x2000, 4, f32, None)
+    args = tuple(out if a is BUFFER else a for a in args)
+    with pytest.raises(LaunchError, match=message):
+        launcher(1, args)
+    assert driver.calls == []
+
+
+def test_a_buffer_of_another_element_type_or_client_is_refused() -> None:
+    launcher, client, driver = make(SAXPY)
+    out = CudaBuffer(client, 0x2000, 4, f32, None)
+    ints = CudaBuffer(client, 0x3000, 4, i32, None)
+    with pytest.raises(LaunchError, match="is a buffer of i32"):
+        launcher(1, (1.0, ints, out))
+    other = CudaBuffer(FakeClient(), 0x3000, 4, f32, None)
+    with pytest.raises(LaunchError, match="buffer of another client"):
+        launcher(1, (1.0, other, out))
+    assert driver.calls == []
+
+
+@pytest.mark.parametrize(
+    ("cube_count", "message"),
+    [(0, "positive int"), ((1, 2, 3, 4), "tuple of 1 to 3"), ((1, 70000), "along y")],
+)
+def test_a_cube_count_beyond_the_device_is_refused(cube_count: Any, message: str) -> None:
+    launcher, client, driver = make(SAXPY)
+    out = CudaBuffer(client, 0x2000, 4, f32, None)
+    with pytest.raises(LaunchError, match=message):
+        launcher(cube_count, (1.0, out, out))
+    assert driver.calls == []
+
+
+class Foreign:
+    """A device array of another library, as ``__cuda_array_interface__`` shows it."""
+
+    def __init__(self, typestr: str, shape: tuple[int, ...], strides: Any = None) -> None:
+        self.__cuda_array_interface__ = {
+            "data": (0xABC000, False),
+            "shape": shape,
+            "typestr": typestr,
+            "strides": strides,
+            "version": 3,
+            "stream": 7,
+        }
+
+
+def test_another_librarys_device_array_is_taken_without_a_copy() -> None:
+    launcher, client, driver = make(SAXPY)
+    out = CudaBuffer(client, 0x2000, 4, f32, None)
+    launcher(1, (1.0, Foreign("<f4", (3, 5)), out))
+    assert struct.unpack("<Q", driver.params[0][1]) == (0xABC000,)
+    assert struct.unpack("<I", driver.params[0][2][:4]) == (15,)
+    assert [a.stream for a in client.adopted] == [7]
+
+
+@pytest.mark.parametrize(
+    ("foreign", "message"),
+    [
+        (Foreign("<f8", (4,)), "holds float64 elements"),
+        (Foreign("<f4", (4, 4), strides=(4, 16)), "not contiguous"),
+    ],
+)
+def test_an_unfit_device_array_of_another_library_is_refused(foreign: Any, message: str) -> None:
+    launcher, client, driver = make(SAXPY)
+    out = CudaBuffer(client, 0x2000, 4, f32, None)
+    with pytest.raises(LaunchError, match=message):
+        launcher(1, (1.0, foreign, out))
+    assert driver.calls == []

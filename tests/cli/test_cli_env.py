@@ -1,0 +1,100 @@
+"""``cubejit env``: list, show, use, clear, verify, prune, export and import."""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+from cli_runner import Cubejit, command, copy_root, entries
+
+
+def test_list_and_show_describe_the_environments(warmed: Path, tmp_path: Path) -> None:
+    cubejit = command(warmed, tmp_path)
+    listed = cubejit("env", "list").stdout
+    assert "default" in listed and str(warmed / "default.db") in listed
+    shown = cubejit("env", "show").stdout
+    assert "environment default" in shown
+    assert "entries:     8 in 1 namespaces" in shown
+    assert "cpu/0.1.0/" in shown
+    assert "records:     1 sessions" in shown
+
+
+def test_a_fresh_root_lists_nothing_and_creates_nothing(cubejit: Cubejit, tmp_path: Path) -> None:
+    assert "no environments under" in cubejit("env", "list").stdout
+    assert "not created yet" in cubejit("env", "show").stdout
+    assert not (tmp_path / "root").exists()
+
+
+def test_use_keeps_the_choice_for_later_processes(cubejit: Cubejit, tmp_path: Path) -> None:
+    done = cubejit("env", "use", "../serving")
+    assert (tmp_path / "root" / "active-environment").read_text() == "_._serving\n"
+    assert "now active" in done.stdout or "export CUBEJIT_ENV=_._serving" in done.stdout
+
+
+def test_clear_empties_the_environment(warmed: Path, tmp_path: Path) -> None:
+    root = copy_root(warmed, tmp_path / "root")
+    done = command(root, tmp_path)("env", "clear")
+    assert "cleared 8 entries" in done.stdout
+    assert entries(root / "default.db") == []
+
+
+def test_verify_reports_a_damaged_entry_and_fix_purges_it(warmed: Path, tmp_path: Path) -> None:
+    root = copy_root(warmed, tmp_path / "root")
+    cubejit = command(root, tmp_path)
+    assert "checked 8 entries of 'default': all intact" in cubejit("env", "verify").stdout
+    with closing(sqlite3.connect(root / "default.db")) as db, db:
+        db.execute(
+            "UPDATE entries SET value = randomblob(400) WHERE key IN "
+            "(SELECT key FROM entries WHERE key >= x'69643a' ORDER BY key LIMIT 1)"
+        )
+    found = cubejit("env", "verify", check=False)
+    assert found.returncode == 1
+    assert "1 bad found" in found.stdout
+    assert "1 bad purged" in cubejit("env", "verify", "--fix").stdout
+    assert len(entries(root / "default.db")) == 7
+    assert "all intact" in cubejit("env", "verify").stdout
+
+
+def test_prune_drops_the_oldest_entries_until_the_environment_fits(
+    warmed: Path, tmp_path: Path
+) -> None:
+    root = copy_root(warmed, tmp_path / "root")
+    before = entries(root / "default.db")
+    limit = sum(size for *_, size in before) // 2
+    done = command(root, tmp_path)("env", "prune", "--max-size", str(limit))
+    after = entries(root / "default.db")
+    assert 0 < len(after) < len(before)
+    assert sum(size for *_, size in after) <= limit
+    assert f"dropped {len(before) - len(after)} of {len(before)} entries" in done.stdout
+
+
+def test_export_then_import_ships_entries_to_another_environment(
+    warmed: Path, tmp_path: Path
+) -> None:
+    root = copy_root(warmed, tmp_path / "root")
+    cubejit = command(root, tmp_path)
+    bundle = tmp_path / "kernels.cjb"
+    assert (
+        "exported 8 entries" in cubejit("env", "export", str(bundle), "--namespace", "cpu/").stdout
+    )
+    assert (
+        "exported 0 entries"
+        in cubejit("env", "export", str(tmp_path / "none.cjb"), "--namespace", "cuda/").stdout
+    )
+    first = cubejit("env", "import", str(bundle), CUBEJIT_ENV="elsewhere").stdout
+    assert "imported 8 entries" in first
+    again = cubejit("env", "import", str(bundle), CUBEJIT_ENV="elsewhere").stdout
+    assert "imported 0 entries" in again and "8 already there" in again
+    assert len(entries(root / "elsewhere.db")) == 8
+
+
+def test_exporting_over_a_file_that_is_not_a_bundle_is_refused(
+    cubejit: Cubejit, tmp_path: Path
+) -> None:
+    precious = tmp_path / "notes.txt"
+    precious.write_text("keep me")
+    done = cubejit("env", "export", str(precious), check=False)
+    assert done.returncode == 1
+    assert "cubejit: error:" in done.stderr
+    assert precious.read_text() == "keep me"

@@ -1,0 +1,137 @@
+"""Fixtures for the store's tests: an empty root per test, processes that use it, mounts.
+
+``cubejit`` is imported as a package; when a sibling part it imports is not there yet, only the
+package path is set up, so the environment modules (which import nothing of those parts) load.
+Child processes do the same through :data:`CHILD_PRELUDE`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import subprocess
+import sys
+import types
+from collections.abc import Iterator
+from pathlib import Path
+
+try:
+    import cubejit  # noqa: F401
+except ImportError:
+    for name in [n for n in sys.modules if n == "cubejit" or n.startswith("cubejit.")]:
+        del sys.modules[name]
+    package = types.ModuleType("cubejit")
+    package.__path__ = [str(Path(__file__).resolve().parents[2] / "cubejit")]
+    sys.modules["cubejit"] = package
+
+import pytest
+
+from cubejit import config
+from cubejit.environment.manager import ENVIRONMENTS
+
+PACKAGE = Path(__file__).resolve().parents[2] / "cubejit"
+CHILD_PRELUDE = f"""
+import sys, types
+try:
+    import cubejit
+except ImportError:
+    for name in [n for n in sys.modules if n == "cubejit" or n.startswith("cubejit.")]:
+        del sys.modules[name]
+    package = types.ModuleType("cubejit")
+    package.__path__ = [{str(PACKAGE)!r}]
+    sys.modules["cubejit"] = package
+"""
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """An empty root holding the active environment ``test``; settings and environments as
+    they were come back after the test."""
+    monkeypatch.setattr(config, "_current", config.settings())
+    where = tmp_path / "root"
+    config.override(cache_dir=where, env="test", compilation_cache=True)
+    ENVIRONMENTS.reset()
+    yield where
+    ENVIRONMENTS.reset()
+
+
+@pytest.fixture
+def store_warnings(caplog: pytest.LogCaptureFixture) -> Iterator[list[logging.LogRecord]]:
+    """The WARNING records of the ``cubejit.environment`` logger during the test."""
+    caplog.set_level(logging.WARNING, logger="cubejit.environment")
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.levelno >= logging.WARNING:
+                records.append(record)
+
+    handler = Keep()
+    logger = logging.getLogger("cubejit.environment")
+    logger.addHandler(handler)
+    yield records
+    logger.removeHandler(handler)
+
+
+def child_environ(root: Path, env: str = "test") -> dict[str, str]:
+    """The variables of a child process using the environment ``env`` under ``root``."""
+    environ = dict(os.environ)
+    environ.update(CUBEJIT_CACHE_DIR=str(root), CUBEJIT_ENV=env, CUBEJIT_COMPILATION_CACHE="1")
+    return environ
+
+
+def spawn(code: str, root: Path, env: str = "test", **options: object) -> subprocess.Popen[str]:
+    """A Python process running ``code`` against the environment ``env`` under ``root``."""
+    return subprocess.Popen(  # type: ignore[call-overload, no-any-return]
+        [sys.executable, "-c", CHILD_PRELUDE + code],
+        env=child_environ(root, env),
+        cwd=root.parent,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        **options,
+    )
+
+
+def run(code: str, root: Path, env: str = "test") -> str:
+    """Runs ``code`` in a new process; its stdout. Fails the test if the process fails."""
+    process = spawn(code, root, env)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    return out
+
+
+@contextlib.contextmanager
+def mounted_tmpfs(where: Path, options: str) -> Iterator[Path]:
+    """A ``tmpfs`` mounted at ``where`` with ``options`` for the block; skips the test where
+    this machine does not let it mount one (not root, or no permission)."""
+    where.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip() or 'mount failed'})")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], capture_output=True, check=False)
+
+
+@contextlib.contextmanager
+def read_only_directory(where: Path) -> Iterator[Path]:
+    """A directory nothing may be created in: a read-only tmpfs as root (chmod does not stop
+    root), else a directory without write permission."""
+    if os.geteuid() == 0:
+        with mounted_tmpfs(where, "ro,size=1m") as mounted:
+            yield mounted
+        return
+    where.mkdir(parents=True, exist_ok=True)
+    where.chmod(0o555)
+    try:
+        yield where
+    finally:
+        where.chmod(0o755)

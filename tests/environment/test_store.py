@@ -1,0 +1,136 @@
+"""A Store over each storage: insert-only, first writer wins, local replaces bundle."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cubejit import config, environment
+from cubejit.environment import InsertOutcome, Store
+from cubejit.environment.storage import BUNDLE, LOCAL, Storage
+from cubejit.environment.storage_memory import MemoryStorage
+from cubejit.environment.storage_sqlite import BUSY_TIMEOUT_MS, SqliteStorage
+
+NS = "cpu/0.1.0/test"
+
+
+@pytest.fixture(params=["sqlite", "memory"])
+def storage(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Storage]:
+    made: Storage = (
+        SqliteStorage.open(tmp_path / "e.db") if request.param == "sqlite" else MemoryStorage()
+    )
+    yield made
+    made.close()
+
+
+def test_the_first_writer_wins(storage: Storage) -> None:
+    assert storage.insert(NS, b"k", b"first") is InsertOutcome.STORED
+    assert storage.insert(NS, b"k", b"first") is InsertOutcome.ALREADY_PRESENT
+    assert storage.insert(NS, b"k", b"second") is InsertOutcome.REFUSED
+    assert storage.get(NS, b"k") == b"first"
+
+
+def test_a_local_value_replaces_one_from_a_bundle_and_never_the_reverse(storage: Storage) -> None:
+    assert storage.insert(NS, b"imported", b"theirs", BUNDLE) is InsertOutcome.STORED
+    assert storage.insert(NS, b"imported", b"ours", LOCAL) is InsertOutcome.STORED
+    assert storage.get(NS, b"imported") == b"ours"
+    assert storage.insert(NS, b"imported", b"theirs", BUNDLE) is InsertOutcome.REFUSED
+    assert storage.insert(NS, b"local", b"ours", LOCAL) is InsertOutcome.STORED
+    assert storage.insert(NS, b"local", b"theirs", BUNDLE) is InsertOutcome.REFUSED
+    assert storage.get(NS, b"local") == b"ours"
+
+
+def test_a_bundle_value_made_local_by_the_same_write_is_then_protected(storage: Storage) -> None:
+    storage.insert(NS, b"k", b"same", BUNDLE)
+    assert storage.insert(NS, b"k", b"same", LOCAL) is InsertOutcome.ALREADY_PRESENT
+    assert storage.insert(NS, b"k", b"other", LOCAL) is InsertOutcome.REFUSED
+
+
+def test_namespaces_keep_their_entries_apart(storage: Storage) -> None:
+    storage.insert("cpu/0.1.0/a", b"k", b"for a")
+    storage.insert("cpu/0.1.0/b", b"k", b"for b, longer")
+    assert storage.get("cpu/0.1.0/a", b"k") == b"for a"
+    assert storage.get("cpu/0.1.0/c", b"k") is None
+    assert [(s.namespace, s.entries, s.bytes) for s in storage.summaries()] == [
+        ("cpu/0.1.0/a", 1, 5),
+        ("cpu/0.1.0/b", 1, 13),
+    ]
+
+
+def test_scan_purge_key_and_purge(storage: Storage) -> None:
+    for i in range(300):
+        storage.insert(NS, b"k%03d" % i, b"v%d" % i)
+    storage.insert("other", b"k", b"v")
+    assert [k for k, _ in storage.scan(NS)] == [b"k%03d" % i for i in range(300)]
+    storage.purge_key(NS, b"k007")
+    assert storage.get(NS, b"k007") is None
+    storage.purge(NS)
+    assert list(storage.scan(NS)) == []
+    assert storage.get("other", b"k") == b"v"
+
+
+def test_the_sqlite_storage_is_a_wal_database_with_a_schema_version(tmp_path: Path) -> None:
+    SqliteStorage.open(tmp_path / "e.db").close()
+    with sqlite3.connect(tmp_path / "e.db") as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert db.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone() == ("1",)
+        columns = [row[1] for row in db.execute("PRAGMA table_info(entries)")]
+    assert columns[:4] == ["namespace", "key", "value", "origin"]
+    assert BUSY_TIMEOUT_MS >= 5000
+
+
+def test_threads_share_one_connection_and_one_writer_wins_each_key(tmp_path: Path) -> None:
+    storage = SqliteStorage.open(tmp_path / "e.db")
+    outcomes: list[tuple[int, InsertOutcome]] = []
+    start = threading.Barrier(8)
+
+    def write(worker: int) -> None:
+        start.wait()
+        for i in range(25):
+            outcome = storage.insert(NS, b"k%d" % i, b"from %d" % worker)
+            outcomes.append((i, outcome))
+
+    threads = [threading.Thread(target=write, args=(w,)) for w in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    stored = [i for i, outcome in outcomes if outcome is InsertOutcome.STORED]
+    assert sorted(stored) == list(range(25))
+    assert InsertOutcome.FAILED not in {o for _, o in outcomes}
+    storage.close()
+
+
+def test_a_store_reads_lazily_and_remove_keeps_the_entry_stored(root: Path) -> None:
+    store = Store(NS)
+    assert store.insert(b"k", b"v") is InsertOutcome.STORED
+    store.remove(b"k")
+    assert store.get(b"k") == b"v"
+    other = Store(NS)
+    assert other.get(b"k") == b"v"
+    other.purge_key(b"k")
+    assert Store(NS).get(b"k") is None
+
+
+def test_an_eager_store_reads_its_namespace_at_once(root: Path) -> None:
+    Store(NS).insert(b"a", b"1")
+    Store(NS).insert(b"b", b"2")
+    eager = Store(NS, lazy=False)
+    assert dict(eager.scan()) == {b"a": b"1", b"b": b"2"}
+    assert eager.get(b"a") == b"1"
+    eager.purge()
+    assert Store(NS).get(b"b") is None
+
+
+def test_with_the_compilation_cache_off_entries_live_in_memory(root: Path) -> None:
+    config.override(compilation_cache=False)
+    store = Store(NS)
+    assert store.insert(b"k", b"v") is InsertOutcome.STORED
+    assert store.get(b"k") == b"v"
+    assert not store.storage().persists
+    assert not root.exists()
+    assert environment.namespaces()[0].namespace == NS

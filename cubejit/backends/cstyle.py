@@ -198,14 +198,19 @@ class Emitted:
     """The positions the body reads, in enum order; the wrapper need compute only these."""
     lines: tuple[str, ...]
     """The body, unindented: position and local declarations first, then the statements."""
+    values: tuple[str, ...] = ()
+    """The text of each expression of ``emit_body``'s ``values``, in order."""
 
 
-def emit_body(kernel: ir.KernelIR, dialect: Dialect) -> Emitted:
-    """The body of ``kernel`` in ``dialect``. Raises UnsupportedError for a scalar the dialect
-    does not have, naming the kernel."""
+def emit_body(
+    kernel: ir.KernelIR, dialect: Dialect, values: tuple[ir.Expr, ...] = ()
+) -> Emitted:
+    """The body of ``kernel`` in ``dialect``, and the text of ``values``: expressions the
+    wrapper evaluates itself (a loop bound, say), whose helpers join :attr:`Emitted.helpers`.
+    Raises UnsupportedError for a scalar the dialect does not have, naming the kernel."""
     walker = _Walker(kernel, dialect)
     try:
-        return walker.emit()
+        return walker.emit(values)
     except UnsupportedError as e:
         raise UnsupportedError(f"kernel {kernel.name}: {e}", kernel=kernel.name) from None
 
@@ -219,7 +224,7 @@ class _Walker:
         self.loops = 0
         self.lines: list[str] = []
 
-    def emit(self) -> Emitted:
+    def emit(self, values: tuple[ir.Expr, ...]) -> Emitted:
         used = {e.which for e in ir.walk_exprs(self.kernel.body) if isinstance(e, ir.PositionOf)}
         positions = tuple(p for p in ir.Position if p in used)
         head = [
@@ -230,8 +235,9 @@ class _Walker:
             zero = self.literal(ir.Const(False if local.type == bool_t else 0, local.type))
             head.append(f"{self.d.type_name(local.type)} {local_name(local.name)} = {zero};")
         self.block(self.kernel.body, 0)
+        texts = tuple(self.expr(value) for value in values)
         helpers = helper_definitions(sorted(self.helpers, key=_helper_key), self.d)
-        return Emitted(helpers, positions, (*head, *self.lines))
+        return Emitted(helpers, positions, (*head, *self.lines), texts)
 
     def line(self, depth: int, text: str) -> None:
         self.lines.append(INDENT * depth + text)

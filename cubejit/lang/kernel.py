@@ -112,7 +112,11 @@ def _cube_dim(value: Any) -> tuple[int, int, int]:
 
 
 class Kernel:
-    """A function under ``@cj.kernel``: launched, specialised or prepared, never called."""
+    """A function under ``@cj.kernel``: launched, specialised or prepared, never called.
+
+    Specs are cached under the launch's own spelling of ``cube_dim`` and comptime values (the
+    fast path: one dict lookup) and under their canonical form ``("spec", dims, values)``.
+    """
 
     def __init__(self, fn: Callable[..., Any], warm: Iterable[Mapping[str, Any]] = ()) -> None:
         self.fn = fn
@@ -152,7 +156,7 @@ class Kernel:
         """Runs ``cube_count`` cubes of ``cube_dim`` units with ``args`` (comptime values by
         keyword) on ``client``, through ``client.launch(spec, cube_count, args)``."""
         try:
-            spec = self._specs[(cube_dim, *comptime.items())]
+            spec = self._specs[(cube_dim, *comptime.items()) if comptime else cube_dim]
         except (KeyError, TypeError):
             spec = self._specialize_key(cube_dim, comptime)
         return client.launch(spec, cube_count, args)
@@ -160,7 +164,7 @@ class Kernel:
     def specialize(self, cube_dim: Any, **comptime: Any) -> KernelSpec:
         """The :class:`KernelSpec` a launch with this ``cube_dim`` and comptime values uses."""
         try:
-            return self._specs[(cube_dim, *comptime.items())]
+            return self._specs[(cube_dim, *comptime.items()) if comptime else cube_dim]
         except (KeyError, TypeError):
             return self._specialize_key(cube_dim, comptime)
 
@@ -176,7 +180,7 @@ class Kernel:
         if spec is None:
             spec = self._specs.setdefault(canonical, KernelSpec(self, dims, values))
         try:
-            self._specs[(cube_dim, *comptime.items())] = spec
+            self._specs[(cube_dim, *comptime.items()) if comptime else cube_dim] = spec
         except TypeError:
             pass
         return spec

@@ -6,18 +6,22 @@ Run from the repository root on a machine with an NVIDIA GPU (CuPy and Triton op
 
 It measures, and prints as one table with ratios:
 
-- **cold**: defining, compiling, loading and first launching a saxpy in a fresh process with an
-  empty cache (each library its own fresh cache directory); **warm**: the same in a fresh
-  process whose cache the cold run filled. Timed inside the process, after imports and device
-  set-up, up to the end of the first launch (a synchronisation).
+- **cold**: compiling, loading and first launching a saxpy in a fresh process with an empty
+  cache (each library its own fresh cache directory); **warm**: the same in a fresh process
+  whose cache the cold run filled. Timed inside the process from after imports, device set-up
+  and the kernel's definition to the end of the first launch (a synchronisation).
 - **launch overhead**: host time of one launch of a loaded saxpy on 4096 floats, the median of
-  20,000 (each timed alone, the device synchronised every 1,000 outside the timing), beside a
-  bare ``cuLaunchKernel`` through ``cuda.bindings`` (Python argument tuples, and a prebuilt
-  argument array) and through ``ctypes`` with a prebuilt argument array.
+  20,000 (each timed alone, the device synchronised every 1,000 outside the timing), through
+  ``kernel.launch`` and through the client alone, beside a bare ``cuLaunchKernel`` through
+  ``cuda.bindings`` (Python argument tuples, and a prebuilt argument array) and through
+  ``ctypes`` with a prebuilt argument array.
 - **parallel compile**: 32 distinct heavy kernels (NVRTC-bound) compiled by a loader with
   ``parallelism=1``, then 32 others with ``parallelism=16``.
 - **generated code**: saxpy on 2**28 float32, bytes moved per second against a device-to-device
-  copy of the same size, both timed with CUDA events on the client's stream.
+  copy of the same size, both timed with CUDA events on the client's stream: LANGUAGE.md's
+  saxpy (one element per unit) with 256 and 1024 units per cube, and a saxpy whose units take
+  four elements each (a quarter of the launch apart, so accesses stay coalesced), loading all
+  eight before storing: one element per unit keeps too few bytes in flight to fill HBM3e.
 """
 
 from __future__ import annotations
@@ -48,8 +52,6 @@ client = cj.client("cuda")
 n = {n}
 x_host = np.random.rand(n).astype(np.float32)
 x, y, out = client.to_device(x_host), client.to_device(x_host), client.empty(n, cj.f32)
-client.sync()
-start = time.perf_counter()
 
 @cj.kernel
 def saxpy(a: cj.f32, x: cj.Array[cj.f32], y: cj.Array[cj.f32], out: cj.Array[cj.f32]):
@@ -57,6 +59,8 @@ def saxpy(a: cj.f32, x: cj.Array[cj.f32], y: cj.Array[cj.f32], out: cj.Array[cj.
     if i < out.len():
         out[i] = a * x[i] + y[i]
 
+client.sync()
+start = time.perf_counter()
 saxpy.launch(client, n // 256, 256, 2.0, x, y, out)
 client.sync()
 seconds = time.perf_counter() - start
@@ -92,8 +96,6 @@ import json, time, torch, triton, triton.language as tl
 n = {n}
 x = torch.rand(n, device="cuda")
 out = torch.empty(n, device="cuda")
-torch.cuda.synchronize()
-start = time.perf_counter()
 
 @triton.jit
 def saxpy(a, x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
@@ -102,6 +104,8 @@ def saxpy(a, x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offsets, a * tl.load(x_ptr + offsets, mask=mask)
              + tl.load(y_ptr + offsets, mask=mask), mask=mask)
 
+torch.cuda.synchronize()
+start = time.perf_counter()
 saxpy[(n // 1024,)](2.0, x, x, out, n, BLOCK=1024)
 torch.cuda.synchronize()
 seconds = time.perf_counter() - start
@@ -158,7 +162,6 @@ def per_call_median(call: Callable[[], Any], sync: Callable[[], Any], count: int
 
 def launch_overheads(count: int) -> dict[str, float | str]:
     import cubejit as cj
-    from cubejit.backends.cuda.launch import driver_launch_kernel
     from cubejit.compile.id import ArtifactId
 
     @cj.kernel
@@ -173,15 +176,20 @@ def launch_overheads(count: int) -> dict[str, float | str]:
     out = client.empty(n, cj.f32)
     cubes = n // 256
     saxpy.launch(client, cubes, 256, 2.0, x, x, out)
+    spec = saxpy.specialize(256)
+    args = (2.0, x, x, out)
     results: dict[str, float | str] = {
         "cubejit": per_call_median(
             lambda: saxpy.launch(client, cubes, 256, 2.0, x, x, out), client.sync, count
-        )
+        ),
+        "cubejit client.launch(spec, ...) alone": per_call_median(
+            lambda: client.launch(spec, cubes, args), client.sync, count
+        ),
     }
     from cuda.bindings import driver
 
-    handle = client.loader.get(ArtifactId(saxpy.specialize(256).id(), None))
-    function, stream = driver.CUfunction(handle.function), driver.CUstream(client.stream_handle)
+    handle = client.loader.get(ArtifactId(spec.id(), None))
+    function, stream = handle.function, driver.CUstream(client.stream_handle)
     values = (ctypes.c_uint64 * 7)(0, x.ptr, n, x.ptr, n, out.ptr, n)
     ctypes.c_float.from_address(ctypes.addressof(values)).value = 2.0
     pointers = (ctypes.c_void_p * 7)(*(ctypes.addressof(values) + 8 * i for i in range(7)))
@@ -210,8 +218,9 @@ def launch_overheads(count: int) -> dict[str, float | str]:
         client.sync,
         count,
     )
-    launch = driver_launch_kernel()
-    f, s, a = p(handle.function), p(client.stream_handle), p(address)
+    launch = ctypes.CDLL("libcuda.so.1").cuLaunchKernel
+    launch.restype = ctypes.c_int
+    f, s, a = p(int(handle.function)), p(client.stream_handle), p(address)
     results["ctypes, prebuilt arguments"] = per_call_median(
         lambda: launch(f, cubes, 1, 1, 256, 1, 1, 0, s, a, None), client.sync, count
     )
@@ -302,6 +311,29 @@ def bandwidth() -> dict[str, float]:
         if i < out.len():
             out[i] = a * x[i] + y[i]
 
+    @cj.kernel
+    def saxpy4(a: cj.f32, x: cj.Array[cj.f32], y: cj.Array[cj.f32], out: cj.Array[cj.f32]):
+        units = cj.CUBE_COUNT * cj.CUBE_DIM
+        i = cj.ABSOLUTE_POS
+        if i + 3 * units < out.len():
+            x0 = x[i]
+            x1 = x[i + units]
+            x2 = x[i + 2 * units]
+            x3 = x[i + 3 * units]
+            y0 = y[i]
+            y1 = y[i + units]
+            y2 = y[i + 2 * units]
+            y3 = y[i + 3 * units]
+            out[i] = a * x0 + y0
+            out[i + units] = a * x1 + y1
+            out[i + 2 * units] = a * x2 + y2
+            out[i + 3 * units] = a * x3 + y3
+        else:
+            for k in cj.unroll(range(4)):
+                j = i + cj.u32(k) * units
+                if j < out.len():
+                    out[j] = a * x[j] + y[j]
+
     client = cj.client("cuda")
     n = 1 << 28
     host = np.random.rand(n).astype(np.float32)
@@ -321,10 +353,18 @@ def bandwidth() -> dict[str, float]:
         _, ms = driver.cuEventElapsedTime(start, end)
         return ms / 1e3 / reps
 
-    saxpy_s = timed(lambda: saxpy.launch(client, n // 256, 256, 2.0, x, y, out))
-    assert np.allclose(client.read(out)[:1000], 3 * host[:1000])
+    rates = {}
+    for name, kernel, dim, count in (
+        ("saxpy, 256 units per cube", saxpy, 256, n // 256),
+        ("saxpy, 1024 units per cube", saxpy, 1024, n // 1024),
+        ("saxpy, 4 elements per unit", saxpy4, 256, n // 1024),
+    ):
+        seconds = timed(lambda k=kernel, d=dim, c=count: k.launch(client, c, d, 2.0, x, y, out))
+        assert np.allclose(client.read(out)[-1000:], 3 * host[-1000:])
+        rates[name] = 12 * n / seconds
     copy_s = timed(lambda: driver.cuMemcpyDtoDAsync(out.ptr, x.ptr, 4 * n, stream))
-    return {"saxpy": 12 * n / saxpy_s, "copy": 8 * n / copy_s}
+    rates["device-to-device copy"] = 8 * n / copy_s
+    return rates
 
 
 def show(value: Any, unit: str, scale: float = 1.0) -> str:

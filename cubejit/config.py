@@ -31,7 +31,8 @@ class Settings:
     cache_dir: Path
     """The root holding environments (``CUBEJIT_CACHE_DIR``); default the user cache dir."""
     env: str = "default"
-    """The active environment's name (``CUBEJIT_ENV``)."""
+    """The active environment's name (``CUBEJIT_ENV``, else the file's, else the one
+    ``cubejit env use`` chose)."""
     compilation_cache: bool = True
     """Whether artifacts persist (``CUBEJIT_COMPILATION_CACHE``); off selects memory only."""
     parallelism: int | None = None
@@ -170,7 +171,24 @@ def read(environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> S
     for key, value in _checked(from_env, "environment").items():
         values[key] = value
     values.setdefault("cache_dir", default_cache_dir(environ))
+    if "env" not in values:
+        chosen = chosen_environment(Path(str(values["cache_dir"])))
+        if chosen:
+            values["env"] = chosen
     return Settings(source=source, **values)  # type: ignore[arg-type]
+
+
+CHOSEN_ENVIRONMENT_FILE = "active-environment"
+"""The file under the root where ``cubejit env use NAME`` keeps its choice."""
+
+
+def chosen_environment(cache_dir: Path) -> str:
+    """The environment ``cubejit env use`` chose under ``cache_dir``; empty when none. It
+    yields to ``CUBEJIT_ENV`` and to a configuration file's ``env``."""
+    try:
+        return (cache_dir.expanduser() / CHOSEN_ENVIRONMENT_FILE).read_text("utf-8").strip()
+    except OSError:
+        return ""
 
 
 _current: Settings | None = None

@@ -202,9 +202,7 @@ class Emitted:
     """The text of each expression of ``emit_body``'s ``values``, in order."""
 
 
-def emit_body(
-    kernel: ir.KernelIR, dialect: Dialect, values: tuple[ir.Expr, ...] = ()
-) -> Emitted:
+def emit_body(kernel: ir.KernelIR, dialect: Dialect, values: tuple[ir.Expr, ...] = ()) -> Emitted:
     """The body of ``kernel`` in ``dialect``, and the text of ``values``: expressions the
     wrapper evaluates itself (a loop bound, say), whose helpers join :attr:`Emitted.helpers`.
     Raises UnsupportedError for a scalar the dialect does not have, naming the kernel."""

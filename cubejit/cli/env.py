@@ -20,7 +20,6 @@ from cubejit.environment import Store, records
 from cubejit.environment.value import DamagedValueError, decode
 from cubejit.errors import CubejitError
 
-ACTIVE_FILE = "active-environment"
 """The file under the cache directory that ``cubejit env use`` writes: one line, the name."""
 
 _ENTRY_SIZES = (
@@ -186,7 +185,7 @@ def run_use(args: argparse.Namespace) -> int:
     out = console()
     name = sanitise(args.name)
     cache_dir = config.settings().cache_dir
-    state = cache_dir / ACTIVE_FILE
+    state = cache_dir / config.CHOSEN_ENVIRONMENT_FILE
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)
         state.write_text(name + "\n")
@@ -197,13 +196,10 @@ def run_use(args: argparse.Namespace) -> int:
     if sanitise(seen) == name:
         out.print(f"environment {name!r} is now active (kept in {state})")
         return 0
-    settings = config.settings()
-    if settings.source is not None:
-        reason = f"{settings.source} or CUBEJIT_ENV names {seen!r}, which wins over {state}"
-    else:
-        reason = f"this cubejit does not read {state}"
+    where = config.settings().source or "the environment"
     out.print(
-        f"environment {name!r} chosen in {state}, but {reason}; for this shell run:\n"
+        f"environment {name!r} chosen in {state}, but CUBEJIT_ENV or the configuration "
+        f"({where}) names {seen!r}, which wins; for this shell run:\n"
         f"  export CUBEJIT_ENV={name}"
     )
     return 0

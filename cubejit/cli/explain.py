@@ -53,6 +53,8 @@ class StoredEntry:
     artifact: str
     """The artifact id's stable hash."""
     ingredients: dict[str, Any]
+    source_sha256: str | None = None
+    """The hash of the backend source the artifact was compiled from."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,11 +150,9 @@ def stored_entries(path: Path) -> list[StoredEntry]:
             continue
         ingredients = header.get("ingredients")
         if isinstance(ingredients, dict):
-            entries.append(
-                StoredEntry(
-                    namespace, float(stored_at), str(header.get("artifact", "")), ingredients
-                )
-            )
+            source = header.get("source_sha256")
+            artifact = str(header.get("artifact", ""))
+            entries.append(StoredEntry(namespace, float(stored_at), artifact, ingredients, source))
     return entries
 
 
@@ -229,4 +229,12 @@ def run(args: argparse.Namespace) -> int:
         )
     )
     out.print("it missed because " + "; ".join(d.meaning for d in found))
+    if missed.source_sha256 and other.source_sha256:
+        same = missed.source_sha256 == other.source_sha256
+        out.print(
+            "its generated source is the same as that entry's, so its artifact was reused "
+            "(re-keyed), not compiled"
+            if same
+            else "its generated source differs from that entry's, so it had to be compiled"
+        )
     return 0

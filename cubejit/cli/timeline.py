@@ -74,9 +74,8 @@ def draw(batch: StoredBatch, compilations: Sequence[StoredCompilation], dest: Pa
         )
         axes.legend(
             handles=[Patch(color=c, label=p) for p, c in COLOURS.items()],
-            loc="upper center",
-            bbox_to_anchor=(0.5, -0.45 / len(lanes) - 0.2),
-            ncol=len(COLOURS),
+            loc="upper left",
+            bbox_to_anchor=(1.005, 1.0),
             fontsize=8,
             frameon=False,
         )

@@ -170,9 +170,6 @@ class StoredCompilation:
     source: str | None
 
 
-Record = SessionRecord | StoredBatch | StoredCompilation
-
-
 @dataclass(slots=True)
 class _Session:
     """This process's session in one environment, and what it holds back until written."""
@@ -451,10 +448,3 @@ def install() -> RecordKeeper:
 def label(name: str | None) -> None:
     """Names this process's session (``"serve"``, ``"warm"``) in the records."""
     install().label(name)
-
-
-def session_id() -> str | None:
-    """The id of this process's session in the active environment, ``None`` when records are
-    kept nowhere."""
-    path = active_database()
-    return None if path is None else install().session(path).id

@@ -1,5 +1,5 @@
 """Fixtures for the command's tests: an empty root per test, and one environment warmed once
-for the whole module."""
+for the whole run."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def cubejit(tmp_path: Path) -> Cubejit:
     return command(tmp_path / "root", tmp_path)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def warmed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A root whose ``default`` environment holds the kernels of ``examples/warm_module.py``,
     compiled by one ``cubejit warm``; tests that change it copy it first (``copy_root``)."""

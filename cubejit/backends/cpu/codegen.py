@@ -3,15 +3,23 @@
 The unit holds the helpers the body calls, a ``static inline`` unit function (the kernel body,
 run once per unit; a ``return`` ends just that unit) and the launch entry :data:`ENTRY`, which
 reads the argument block of :mod:`cubejit.backends.cpu.layout`, runs the cubes over OpenMP's
-thread pool (one thread for a single cube) and each cube's units in order z, y, x. Array
-pointers carry ``__builtin_assume_aligned`` with the launch's alignment variant so loops
-vectorise. cube_dim is baked in as constants (it is part of the kernel id); the text names
-neither the kernel nor its id, so equal IR gives equal text and one shared artifact.
+thread pool (one thread for a single cube; chunks of cubes go to whichever thread is free, so a
+core busy with other work delays a launch little) and each cube's units in order z, y, x. A row of
+units along x is one counted loop over a position, its bounds guard hoisted into the loop's end
+(:mod:`cubejit.backends.cpu.unit_loop`), and libm calls have vector forms
+(:mod:`cubejit.backends.cpu.vector_math`), so the C compiler vectorises the row. Array pointers
+carry ``__builtin_assume_aligned`` with the launch's alignment variant. cube_dim is baked in as
+constants (it is part of the kernel id); the text names neither the kernel nor its id, so equal
+IR gives equal text and one shared artifact.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from cubejit.backends.cpu.layout import COUNT_SLOTS, SLOT_BYTES, slots
+from cubejit.backends.cpu.unit_loop import plan_unit_loop
+from cubejit.backends.cpu.vector_math import vector_declarations
 from cubejit.backends.cstyle import (
     INDENT,
     Dialect,
@@ -20,7 +28,7 @@ from cubejit.backends.cstyle import (
     param_name,
 )
 from cubejit.errors import UnsupportedError
-from cubejit.ir.nodes import KernelIR
+from cubejit.ir.nodes import KernelIR, Position
 from cubejit.ir.types import ArrayType
 
 ENTRY = "cubejit_launch"
@@ -30,7 +38,11 @@ _AXES = ("x", "y", "z")
 
 
 class CDialect(Dialect):
-    """C11 as GCC and Clang compile it; ``f16`` is ``_Float16``, ``bf16`` is not supported."""
+    """C11 as GCC and Clang compile it; ``f16`` is ``_Float16``, ``bf16`` is not supported.
+
+    With a ``lead`` position, the unit is one step of a row loop whose counter ``cj_p`` is that
+    position and whose first step was ``cj_first``: the unit's x is their difference.
+    """
 
     type_names = {
         "bool": "bool",
@@ -43,8 +55,16 @@ class CDialect(Dialect):
         "f64": "double",
     }
 
+    def __init__(self, lead: Position | None = None) -> None:
+        self.lead = lead
+
     def unit_axis(self, axis: int) -> str:
+        if axis == 0 and self.lead is not None:
+            return "(cj_p - cj_first)"
         return f"cj_unit_{_AXES[axis]}"
+
+    def position(self, which: Position) -> str:
+        return "cj_p" if which is self.lead else super().position(which)
 
     def cube_axis(self, axis: int) -> str:
         return f"cj_cube_{_AXES[axis]}"
@@ -56,29 +76,51 @@ class CDialect(Dialect):
         return f"cj_count_{_AXES[axis]}"
 
 
+class _RowStart(CDialect):
+    """Positions of a row's first unit, outside the row loop."""
+
+    def unit_axis(self, axis: int) -> str:
+        return "0u" if axis == 0 else super().unit_axis(axis)
+
+
 _PROLOGUE = """\
 #include <math.h>
+#include <omp.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 """
 
 _POSITION_ARGS = ", ".join(
-    f"uint32_t cj_{kind}_{a}" for kind in ("cube", "unit", "count") for a in _AXES
+    [
+        "uint32_t cj_p",
+        "uint32_t cj_first",
+        *(f"uint32_t cj_{kind}_{a}" for kind in ("cube", "count") for a in _AXES),
+        *(f"uint32_t cj_unit_{a}" for a in _AXES[1:]),
+    ]
 )
-_POSITION_VALUES = ", ".join(f"cj_{kind}_{a}" for kind in ("cube", "unit", "count") for a in _AXES)
+_POSITION_VALUES = ", ".join(
+    [
+        "cj_p",
+        "cj_first",
+        *(f"cj_{kind}_{a}" for kind in ("cube", "count") for a in _AXES),
+        *(f"cj_unit_{a}" for a in _AXES[1:]),
+    ]
+)
 
 
 def translation_unit(kernel: KernelIR, cube_dim: tuple[int, int, int], align: int) -> str:
     """The C text of ``kernel`` for ``cube_dim``, its arrays aligned to ``align`` bytes."""
-    dialect = CDialect()
     for p in kernel.params:
         t = p.type.elem if isinstance(p.type, ArrayType) else p.type
-        if t.name not in dialect.type_names:
+        if t.name not in CDialect.type_names:
             raise UnsupportedError(
                 f"kernel {kernel.name}: this backend has no {t.name}", kernel=kernel.name
             )
-    body = emit_body(kernel, dialect)
+    loop = plan_unit_loop(kernel)
+    dialect = CDialect(loop.lead)
+    bound = () if loop.bound is None else (loop.bound,)
+    body = emit_body(replace(kernel, body=loop.body), dialect, bound)
     signature, reads, values = [], [], []
     for p, slot in zip(kernel.params, slots(kernel.params), strict=True):
         name = param_name(p.name)
@@ -104,8 +146,27 @@ def translation_unit(kernel: KernelIR, cube_dim: tuple[int, int, int], align: in
         f"uint32_t cj_count_{a} = (uint32_t)cj_slot(cj_args, {i * SLOT_BYTES});"
         for i, a in enumerate(_AXES[:COUNT_SLOTS])
     ]
+    if body.values:
+        reads.append(f"const uint32_t cj_bound = {body.values[0]};")
+    row = [
+        f"const uint32_t cj_first = {_RowStart().position(loop.lead)};",
+        "uint32_t cj_end = cj_first + CJ_DIM_X;",
+        *(["if (cj_bound < cj_end) cj_end = cj_bound;"] if body.values else []),
+        "for (uint32_t cj_p = cj_first; cj_p < cj_end; ++cj_p) {",
+        f"{INDENT}cj_unit({', '.join(values)});",
+        "}",
+    ]
+    unit = [
+        "static inline __attribute__((always_inline)) void cj_unit(",
+        *(f"{INDENT}{INDENT}{arg}," for arg in signature[:-1]),
+        f"{INDENT}{INDENT}{signature[-1]}) {{",
+        *(f"{INDENT}{line}" for line in body.lines),
+        "}",
+    ]
+    declarations = vector_declarations("\n".join((body.helpers, *unit)))
     parts = [
         _PROLOGUE,
+        *([declarations, ""] if declarations else []),
         f"#define CJ_ALIGN {align}",
         *(f"#define CJ_DIM_{a.upper()} {d}u" for a, d in zip(_AXES, cube_dim, strict=True)),
         "",
@@ -119,16 +180,13 @@ def translation_unit(kernel: KernelIR, cube_dim: tuple[int, int, int], align: in
     if body.helpers:
         parts += [body.helpers, ""]
     parts += [
-        "static inline __attribute__((always_inline)) void cj_unit(",
-        *(f"{INDENT}{INDENT}{arg}," for arg in signature[:-1]),
-        f"{INDENT}{INDENT}{signature[-1]}) {{",
-        *(f"{INDENT}{line}" for line in body.lines),
-        "}",
+        *unit,
         "",
         f"void {ENTRY}(const unsigned char *cj_args) {{",
         *(f"{INDENT}{line}" for line in (*counts, *reads)),
         f"{INDENT}const int64_t cj_cubes = (int64_t)cj_count_x * cj_count_y * cj_count_z;",
-        f"{INDENT}#pragma omp parallel for schedule(static) if(cj_cubes > 1)",
+        f"{INDENT}const int64_t cj_chunk = cj_cubes / (16 * omp_get_max_threads()) + 1;",
+        f"{INDENT}#pragma omp parallel for schedule(dynamic, cj_chunk) if(cj_cubes > 1)",
         f"{INDENT}for (int64_t cj_c = 0; cj_c < cj_cubes; ++cj_c) {{",
         f"{INDENT * 2}const uint32_t cj_cube_x = (uint32_t)(cj_c % cj_count_x);",
         f"{INDENT * 2}const uint32_t cj_cube_y = (uint32_t)((cj_c / cj_count_x) % cj_count_y);",
@@ -136,9 +194,7 @@ def translation_unit(kernel: KernelIR, cube_dim: tuple[int, int, int], align: in
         "(uint32_t)(cj_c / ((int64_t)cj_count_x * cj_count_y));",
         f"{INDENT * 2}for (uint32_t cj_unit_z = 0; cj_unit_z < CJ_DIM_Z; ++cj_unit_z) {{",
         f"{INDENT * 3}for (uint32_t cj_unit_y = 0; cj_unit_y < CJ_DIM_Y; ++cj_unit_y) {{",
-        f"{INDENT * 4}for (uint32_t cj_unit_x = 0; cj_unit_x < CJ_DIM_X; ++cj_unit_x) {{",
-        f"{INDENT * 5}cj_unit({', '.join(values)});",
-        f"{INDENT * 4}}}",
+        *(f"{INDENT * 4}{line}" for line in row),
         f"{INDENT * 3}}}",
         f"{INDENT * 2}}}",
         f"{INDENT}}}",

@@ -24,6 +24,7 @@ from cubejit.backends.cpu.artifact import CpuArtifact
 from cubejit.backends.cpu.codegen import ENTRY, translation_unit
 from cubejit.backends.cpu.fingerprint import compile_flags
 from cubejit.backends.cpu.layout import describe
+from cubejit.backends.cpu.vector_math import link_libraries
 from cubejit.compile.id import ArtifactId
 from cubejit.errors import CompilationError, ValidationError
 from cubejit.runtime.limits import DeviceLimits
@@ -111,7 +112,14 @@ class CpuCompiler:
         with tempfile.TemporaryDirectory(prefix="cubejit-cc-") as folder:
             work = Path(folder)
             (work / "kernel.c").write_text(lowered.source, encoding="utf-8")
-            command = [settings.cc, *compile_flags(settings), "-o", "kernel.so", "kernel.c"]
+            command = [
+                settings.cc,
+                *compile_flags(settings),
+                "-o",
+                "kernel.so",
+                "kernel.c",
+                *link_libraries(lowered.source),
+            ]
             log = _run_compiler(command, work, settings.compile_timeout, lowered)
             try:
                 library = (work / "kernel.so").read_bytes()

@@ -10,6 +10,7 @@ kernel runs.
 from __future__ import annotations
 
 import ctypes
+import math
 import struct
 from typing import Any
 
@@ -22,6 +23,9 @@ from cubejit.ir.types import ArrayType, Scalar
 
 MAX_ALIGN = 64
 """The largest alignment variant: a cache line, and the widest vector a CPU loads."""
+
+MAX_UNITS = 2**32 - 1
+"""The most units one launch runs: every position, ``ABSOLUTE_POS`` included, is a ``u32``."""
 
 _DATA_OFFSET = 16
 _read_word = ctypes.c_size_t.from_address
@@ -95,6 +99,7 @@ class ArgBinder:
         self.widest = max(
             (p.type.elem.itemsize for p in self.params if isinstance(p.type, ArrayType)), default=1
         )
+        self.units_per_cube: int = math.prod(spec.cube_dim)
         self.artifact_ids: dict[int, ArtifactId[int]] = {}
         """The artifact id of each alignment variant seen, built once."""
         self.entries: dict[int, Any] = {}
@@ -111,6 +116,11 @@ class ArgBinder:
             raise LaunchError(
                 f"kernel {self.name} takes {len(self.plan)} arguments "
                 f"({', '.join(n for n, _ in self.plan)}), got {len(args)}"
+            )
+        if counts[0] * counts[1] * counts[2] * self.units_per_cube > MAX_UNITS:
+            raise LaunchError(
+                f"kernel {self.name}: cube_count {counts} of {self.units_per_cube} units each "
+                f"makes more than {MAX_UNITS} units, beyond what a u32 position can number"
             )
         values: list[Any] = [*counts]
         low = MAX_ALIGN

@@ -28,13 +28,14 @@ from cubejit.backends.cuda.driver import (
     driver_module,
     open_device,
 )
-from cubejit.backends.cuda.launch import Launcher, driver_launch_kernel
+from cubejit.backends.cuda.launch import Launcher
 from cubejit.backends.cuda.nvrtc import nvrtc_module, supported_architectures, version
 from cubejit.backends.cuda.target import CudaTarget, fingerprint
 from cubejit.compile.id import ArtifactId
 from cubejit.compile.loader import KernelLoader
 from cubejit.compile.recording import ServerLogger
 from cubejit.environment import ArtifactStore
+from cubejit.environment.build import build_id
 from cubejit.errors import BackendUnavailableError, LaunchError
 from cubejit.ir.types import Scalar, from_dtype
 
@@ -76,11 +77,11 @@ class CudaClient:
         self.compiler = CudaCompiler(self.arch, self.limits)
         """The compiler of this client's kernels (``compiler.compilations`` counts NVRTC runs)."""
         store = ArtifactStore("cuda", fingerprint(self.limits.compute_capability))
+        build_id()  # every store key needs it: computed now, it stays off the first launch
         self.loader = KernelLoader(CudaTarget(self._context, self.compiler, store), parallelism)
         """The loader of this client's kernels."""
         self._logger = ServerLogger()
         self._launchers: dict[int, tuple[Any, Callable[[Any, tuple[Any, ...]], None]]] = {}
-        self._launch_kernel = driver_launch_kernel()
 
     def __repr__(self) -> str:
         return f"CudaClient(device={self.device}, {self.limits.name}, {self.arch})"
@@ -110,7 +111,13 @@ class CudaClient:
     def _launcher(self, spec: Any) -> Callable[[Any, tuple[Any, ...]], None]:
         handle = self.loader.load(spec, ArtifactId(spec.id(), None), self._logger)
         launch = Launcher(
-            self, handle.function, handle.params, spec.cube_dim, spec.name, self._launch_kernel
+            self,
+            handle.function,
+            handle.params,
+            spec.cube_dim,
+            spec.name,
+            self._driver.cuLaunchKernel,
+            self._stream,
         ).launch
         self._launchers[id(spec)] = (spec, launch)
         return launch

@@ -4,9 +4,10 @@ Everything a launch can know in advance is built once per kernel spec by :class:
 buffer holding every parameter value in an 8-byte slot, the array of pointers into it that
 ``cuLaunchKernel`` reads, one ``struct`` packer writing all values in one call, and a launch
 function written for this signature (its checks unrolled, one per parameter, so a launch runs
-no loop and no per-parameter call). The driver's ``cuLaunchKernel`` is called directly through
-``ctypes`` with its handles prebuilt as ``c_void_p``: measured, that costs less than the
-``cuda.bindings`` wrapper, and far less than ``ctypes`` converting typed arguments.
+no loop and no per-parameter call). ``cuLaunchKernel`` of ``cuda.bindings`` takes the prebuilt
+function and stream handles and the pointer array as one address: measured on an H200 host,
+that is the cheapest way into the driver (cheaper than ``ctypes`` with prebuilt ``c_void_p``
+handles, and half the cost of ``cuda.bindings`` packing Python argument tuples).
 
 Every check happens before the launch: a wrong argument raises
 :class:`~cubejit.errors.LaunchError` and nothing runs. The common case (this client's own
@@ -47,16 +48,6 @@ _FORMATS = {
 }
 
 
-@functools.cache
-def driver_launch_kernel() -> Callable[..., int]:
-    """``cuLaunchKernel`` of ``libcuda`` through ``ctypes``, untyped: callers pass handles and
-    addresses as ``c_void_p`` and dimensions as ints (which ctypes passes as C ints, as the
-    dimensions' ``unsigned int`` takes them below 2**31)."""
-    fn = ctypes.CDLL("libcuda.so.1").cuLaunchKernel
-    fn.restype = ctypes.c_int
-    return fn
-
-
 def bf16_bits(value: float) -> int:
     """The bf16 nearest ``value`` (ties to even), as its 16 bits."""
     bits = int(np.array(value, np.float32).view(np.uint32))
@@ -65,9 +56,11 @@ def bf16_bits(value: float) -> int:
     return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
 
 
-def _launch_source(params: tuple[ParamSlot, ...]) -> str:
-    """The text of the launch function for ``params`` (see :meth:`Launcher._namespace` for
-    the names it reads)."""
+def _launch_source(
+    params: tuple[ParamSlot, ...], cube_dim: tuple[int, int, int], max_x: int
+) -> str:
+    """The text of the launch function for ``params`` and ``cube_dim`` (see
+    :meth:`Launcher._namespace` for the names it reads); ``max_x`` is the most cubes along x."""
     lines = ["def launch(cube_count, args):"]
     lines += [f"    if len(args) != {len(params)}:", "        raise count_error(args)"]
     names = [f"a{j}" for j in range(len(params))]
@@ -89,12 +82,13 @@ def _launch_source(params: tuple[ParamSlot, ...]) -> str:
                 lines.append(f"    a{j} = bf16_arg(a{j})")
             values.append(f"a{j}")
     lines += [
-        "    if type(cube_count) is int and 0 < cube_count <= max_x:",
+        f"    if type(cube_count) is int and 0 < cube_count <= {max_x}:",
         "        gx = cube_count",
         "        gy = gz = 1",
         "    else:",
         "        gx, gy, gz = grid(cube_count)",
-        "    with lock:",
+        "    acquire()",
+        "    try:",
     ]
     if values:
         lines += [
@@ -103,14 +97,23 @@ def _launch_source(params: tuple[ParamSlot, ...]) -> str:
             "        except struct_error:",
             "            raise scalar_error(args) from None",
         ]
+    bx, by, bz = cube_dim
     lines += [
-        "        status = launch_kernel(",
-        "            function, gx, gy, gz, bx, by, bz, 0, stream, pointers, None",
+        "        status, = launch_kernel(",
+        f"            function, gx, gy, gz, {bx}, {by}, {bz}, 0, stream, pointers, 0",
         "        )",
+        "    finally:",
+        "        release()",
         "    if status:",
         "        raise launch_error(status)",
     ]
     return "\n".join(lines) + "\n"
+
+
+@functools.cache
+def _launch_code(source: str) -> Any:
+    """``source`` compiled once per process: specs of one signature share the code."""
+    return compile(source, "<cubejit launch>", "exec")
 
 
 class Launcher:
@@ -124,12 +127,15 @@ class Launcher:
     def __init__(
         self,
         client: Any,
-        function: int,
+        function: Any,
         params: tuple[ParamSlot, ...],
         cube_dim: tuple[int, int, int],
         kernel: str,
-        launch_kernel: Callable[..., int],
+        launch_kernel: Callable[..., tuple[Any, ...]],
+        stream: Any,
     ) -> None:
+        """``function`` and ``stream`` are the handles ``launch_kernel`` (``cuLaunchKernel`` of
+        ``cuda.bindings``) takes; it is called with the pointer array's address."""
         self._client = client
         self._params = params
         self._kernel = kernel
@@ -143,8 +149,9 @@ class Launcher:
         self._values = ctypes.create_string_buffer(SLOT_BYTES * count)
         base = ctypes.addressof(self._values)
         self._pointers = (ctypes.c_void_p * count)(*(base + SLOT_BYTES * i for i in range(count)))
-        namespace = self._namespace(function, cube_dim, launch_kernel, struct.Struct(fmt))
-        exec(_launch_source(params), namespace)
+        namespace = self._namespace(function, stream, launch_kernel, struct.Struct(fmt))
+        max_x = client.limits.max_cube_count[0]
+        exec(_launch_code(_launch_source(params, cube_dim, max_x)), namespace)
         self.launch: Callable[[Any, tuple[Any, ...]], None] = namespace["launch"]
         """Launches the kernel on ``cube_count`` cubes with ``args``."""
 
@@ -153,12 +160,12 @@ class Launcher:
 
     def _namespace(
         self,
-        function: int,
-        cube_dim: tuple[int, int, int],
-        launch_kernel: Callable[..., int],
+        function: Any,
+        stream: Any,
+        launch_kernel: Callable[..., tuple[Any, ...]],
         packer: struct.Struct,
     ) -> dict[str, Any]:
-        bx, by, bz = cube_dim
+        lock = threading.Lock()
         names: dict[str, Any] = {
             "Buffer": CudaBuffer,
             "client": self._client,
@@ -168,18 +175,15 @@ class Launcher:
             "scalar_error": self._scalar_error,
             "launch_error": self._launch_error,
             "grid": self._grid,
-            "max_x": self._client.limits.max_cube_count[0],
-            "lock": threading.Lock(),
+            "acquire": lock.acquire,
+            "release": lock.release,
             "pack": packer.pack_into,
             "values": self._values,
             "struct_error": struct.error,
             "launch_kernel": launch_kernel,
-            "function": ctypes.c_void_p(function),
-            "stream": ctypes.c_void_p(self._client.stream_handle),
-            "pointers": ctypes.c_void_p(ctypes.addressof(self._pointers)),
-            "bx": bx,
-            "by": by,
-            "bz": bz,
+            "function": function,
+            "stream": stream,
+            "pointers": ctypes.addressof(self._pointers),
         }
         names.update({f"s{j}": p.scalar for j, p in enumerate(self._params)})
         return names

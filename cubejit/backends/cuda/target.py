@@ -39,8 +39,8 @@ def fingerprint(compute_capability: tuple[int, int]) -> str:
 class CudaKernelHandle:
     """A kernel loaded on the device: what a launch dispatches."""
 
-    function: int
-    """The ``CUfunction``, as its address."""
+    function: Any
+    """The ``CUfunction``."""
     params: tuple[ParamSlot, ...]
     """The parameters a launch passes, in order."""
     module: Any
@@ -95,7 +95,7 @@ class CudaTarget:
             what=f"find {artifact.entry} in the cubin of {id}",
             error=CompilationError,
         )
-        return CudaKernelHandle(int(function), artifact.params, module)
+        return CudaKernelHandle(function, artifact.params, module)
 
     def store(self, id: ArtifactId[Any], artifact: CudaArtifact, source: str | None) -> bool:
         ingredients = {"arch": artifact.arch}

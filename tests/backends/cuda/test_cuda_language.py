@@ -99,12 +99,13 @@ def test_language_kernels_compute_what_numpy_does(gpu: Any) -> None:
     x_dev, y_dev, out = gpu.to_device(x), gpu.to_device(y), gpu.empty(n, cj.f32)
 
     saxpy.launch(gpu, cj.cdiv(n, 256), 256, 1.5, x_dev, y_dev, out)
-    np.testing.assert_allclose(gpu.read(out), np.float32(1.5) * x + y, rtol=1e-6)
+    # NVRTC contracts a * x + y into one fused multiply-add: one rounding, where numpy has two.
+    np.testing.assert_allclose(gpu.read(out), np.float32(1.5) * x + y, rtol=1e-5, atol=1e-6)
 
     for degree, clamp in ((4, True), (2, False)):
         polynomial.launch(gpu, cj.cdiv(n, 128), 128, x_dev, out, degree=degree, clamp=clamp)
         want = polynomial_reference(x, degree, clamp)
-        np.testing.assert_allclose(gpu.read(out), want, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(gpu.read(out), want, rtol=1e-5, atol=1e-5)
 
     width, height = 8 * 3, 4 * 5
     grid = gpu.empty(width * height, cj.i32)

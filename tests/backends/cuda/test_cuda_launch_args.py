@@ -21,7 +21,6 @@ from cubejit.ir.types import bf16, bool_, f16, f32, f64, i32, i64, u32
 class FakeClient:
     """What a launcher asks of its client."""
 
-    stream_handle = 0x5150
     limits = ARCHITECTURAL_LIMITS
 
     def __init__(self) -> None:
@@ -39,19 +38,18 @@ class RecordingDriver:
         self.calls: list[tuple[Any, ...]] = []
         self.params: list[list[bytes]] = []
 
-    def __call__(self, *args: Any) -> int:
-        plain = [a.value if isinstance(a, ctypes.c_void_p) else a for a in args]
-        self.calls.append(tuple(plain[:9]))
-        pointers = (ctypes.c_void_p * self.count).from_address(plain[9])
+    def __call__(self, *args: Any) -> tuple[int]:
+        self.calls.append(args[:9])
+        pointers = (ctypes.c_void_p * self.count).from_address(args[9])
         self.params.append([ctypes.string_at(p, 8) for p in pointers])
-        return 0
+        return (0,)
 
 
 def make(params: tuple[ParamSlot, ...], cube_dim=(128, 1, 1)) -> tuple[Launcher, Any, Any]:
     client = FakeClient()
     count = sum(2 if p.is_array else 1 for p in params)
     driver = RecordingDriver(count)
-    return Launcher(client, 0xF00, params, cube_dim, "k", driver), client, driver
+    return Launcher(client, 0xF00, params, cube_dim, "k", driver, 0x5150), client, driver
 
 
 SAXPY = (

@@ -2,7 +2,8 @@
 
 Prints one table: the median time of each contender and its ratio to numpy (above 1 means
 faster than numpy). Numba's ``@njit(parallel=True)`` joins when it is installed. Kernels are
-compiled (and Numba's functions jitted) before timing starts.
+compiled (and Numba's functions jitted) before timing starts; within a case the contenders take
+turns, so load from other processes falls on each alike.
 
     python benchmarks/cpu_kernels.py [--size-log2 24] [--repeat 15]
 """
@@ -46,13 +47,16 @@ def touch(x: cj.Array[cj.f32]):
         x[i] = x[i] + 1.0
 
 
-def median_seconds(run: Callable[[], object], repeat: int) -> float:
-    times = []
+def interleaved_medians(runs: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
+    """The median time of each of ``runs``, taking turns, so that load from other processes
+    falls on every contender alike."""
+    times: dict[str, list[float]] = {who: [] for who in runs}
     for _ in range(repeat):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        for who, run in runs.items():
+            start = time.perf_counter()
+            run()
+            times[who].append(time.perf_counter() - start)
+    return {who: statistics.median(t) for who, t in times.items()}
 
 
 def numba_versions() -> dict[str, Callable[..., object]] | None:
@@ -103,48 +107,31 @@ def main() -> None:
     np.testing.assert_allclose(out, a * x + y, rtol=1e-6)
     cj_chain()
     np.testing.assert_allclose(out, np.tanh(a * x + y) * z, rtol=1e-5, atol=1e-6)
-    rows.append(("saxpy", "numpy", median_seconds(lambda: a * x + y, options.repeat)))
-    rows.append(("saxpy", "cubejit", median_seconds(cj_saxpy, options.repeat)))
-    rows.append(("chain", "numpy", median_seconds(lambda: np.tanh(a * x + y) * z, options.repeat)))
-    rows.append(("chain", "cubejit", median_seconds(cj_chain, options.repeat)))
-
+    jitted = numba_versions()
+    saxpy_runs: dict[str, Callable[[], object]] = {"numpy": lambda: a * x + y, "cubejit": cj_saxpy}
+    chain_runs: dict[str, Callable[[], object]] = {
+        "numpy": lambda: np.tanh(a * x + y) * z,
+        "cubejit": cj_chain,
+    }
     small = np.zeros(16, np.float32)
     touch.launch(client, 1, 16, small)
-    launches = 20_000
-    rows.append(
-        (
-            "launch, 16 elements",
-            "cubejit",
-            median_seconds(lambda: touch.launch(client, 1, 16, small), launches),
-        )
-    )
-
-    jitted = numba_versions()
+    launch_runs: dict[str, Callable[[], object]] = {
+        "cubejit": lambda: touch.launch(client, 1, 16, small)
+    }
     if jitted is not None:
         jitted["saxpy"](a, x, y, out)
         jitted["chain"](a, x, y, z, out)
         jitted["touch"](small)
-        rows.append(
-            (
-                "saxpy",
-                "numba",
-                median_seconds(lambda: jitted["saxpy"](a, x, y, out), options.repeat),
-            )
-        )
-        rows.append(
-            (
-                "chain",
-                "numba",
-                median_seconds(lambda: jitted["chain"](a, x, y, z, out), options.repeat),
-            )
-        )
-        rows.append(
-            (
-                "launch, 16 elements",
-                "numba",
-                median_seconds(lambda: jitted["touch"](small), launches),
-            )
-        )
+        saxpy_runs["numba"] = lambda: jitted["saxpy"](a, x, y, out)
+        chain_runs["numba"] = lambda: jitted["chain"](a, x, y, z, out)
+        launch_runs["numba"] = lambda: jitted["touch"](small)
+    launches = 20_000
+    for case, runs, repeat in (
+        ("saxpy", saxpy_runs, options.repeat),
+        ("chain", chain_runs, options.repeat),
+        ("launch, 16 elements", launch_runs, launches),
+    ):
+        rows += [(case, who, t) for who, t in interleaved_medians(runs, repeat).items()]
 
     print(
         f"float32, n = 2**{options.size_log2}, median of {options.repeat} runs "

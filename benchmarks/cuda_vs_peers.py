@@ -375,96 +375,94 @@ def show(value: Any, unit: str, scale: float = 1.0) -> str:
     return f"{value * scale:.3g} {unit}"
 
 
+Row = tuple[str, str, str, str, str]
+
+
+def first_launch_rows(work: Path) -> list[Row]:
+    first = cold_and_warm(work)
+    rows: list[Row] = []
+    for label, index in (("cold first launch", 0), ("warm first launch", 1)):
+        ours, cupy, triton = (first[k][index] for k in ("cubejit", "CuPy", "Triton"))
+        ratio = "-"
+        if isinstance(ours, dict) and isinstance(cupy, dict):
+            ratio = f"{cupy['seconds'] / ours['seconds']:.2f}x CuPy's speed"
+        ms = [show(v, "ms", 1e3) for v in (ours, cupy, triton)]
+        rows.append((label, *ms, ratio))
+    runs = " / ".join(
+        str(c.get("compiles")) if isinstance(c, dict) else "-" for c in first["cubejit"]
+    )
+    rows.append(("  NVRTC runs (cold, warm)", runs, "", "", "warm must be 0"))
+    return rows
+
+
+def launch_rows(count: int) -> list[Row]:
+    overhead = launch_overheads(count)
+    ours = overhead.pop("cubejit")
+    cupy, triton = overhead.pop("CuPy"), overhead.pop("Triton")
+    times = [show(v, "us") for v in (ours, cupy, triton)]
+    rows: list[Row] = [("launch overhead (median)", *times, "target <= 6 us")]
+    for name, value in overhead.items():
+        label = name if name.startswith("cubejit") else f"bare cuLaunchKernel: {name}"
+        rows.append((f"  {label}", show(value, "us"), "", "", ""))
+    return rows
+
+
+def compile_rows(kernels: int, steps: int) -> list[Row]:
+    times = parallel_compile(kernels, steps)
+    speedup = times["p=1"] / times["p=16"]
+    return [
+        (
+            f"compile {kernels} heavy kernels, p=1",
+            show(times["p=1"], "s"),
+            "",
+            "",
+            f"{times['p=1'] / kernels:.2f} s per kernel",
+        ),
+        (
+            f"compile {kernels} heavy kernels, p=16",
+            show(times["p=16"], "s"),
+            "",
+            "",
+            f"{speedup:.1f}x faster (target >= 8x)",
+        ),
+    ]
+
+
+def bandwidth_rows() -> list[Row]:
+    rates = bandwidth()
+    copy = rates.pop("device-to-device copy")
+    rows: list[Row] = []
+    for name, rate in rates.items():
+        ratio = f"{rate / copy:.1%} of copy (target >= 90%)"
+        rows.append((f"2**28 f32 {name}", show(rate, "GB/s", 1e-9), "", "", ratio))
+    rows.append(("2**28 f32 device-to-device copy", show(copy, "GB/s", 1e-9), "", "", ""))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--launches", type=int, default=20_000)
     parser.add_argument("--kernels", type=int, default=32)
     parser.add_argument("--steps", type=int, default=24, help="unrolled steps of a heavy kernel")
-    parser.add_argument(
-        "--skip", nargs="*", default=(), choices=("first", "launch", "compile", "bandwidth")
-    )
+    sections = ("first", "launch", "compile", "bandwidth")
+    parser.add_argument("--skip", nargs="*", default=(), choices=sections)
     options = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="cubejit-bench-"))
     os.environ["CUBEJIT_CACHE_DIR"] = str(work / "cache-main")
-    rows: list[tuple[str, str, str, str, str]] = []
-    if "first" not in options.skip:
-        first = cold_and_warm(work)
-        for label, index in (("cold first launch", 0), ("warm first launch", 1)):
-            ours, cupy, triton = (first[k][index] for k in ("cubejit", "CuPy", "Triton"))
-            ratio = (
-                f"{cupy['seconds'] / ours['seconds']:.2f}x CuPy's speed"
-                if isinstance(ours, dict) and isinstance(cupy, dict)
-                else "-"
-            )
-            rows.append(
-                (
-                    label,
-                    show(ours, "ms", 1e3),
-                    show(cupy, "ms", 1e3),
-                    show(triton, "ms", 1e3),
-                    ratio,
-                )
-            )
-        compiles = [first["cubejit"][i] for i in (0, 1)]
-        rows.append(
-            (
-                "  NVRTC runs (cold, warm)",
-                " / ".join(
-                    str(c.get("compiles")) if isinstance(c, dict) else "-" for c in compiles
-                ),
-                "",
-                "",
-                "warm must be 0",
-            )
-        )
-    if "launch" not in options.skip:
-        overhead = launch_overheads(options.launches)
-        ours = overhead.pop("cubejit")
-        cupy, triton = overhead.pop("CuPy"), overhead.pop("Triton")
-        rows.append(
-            (
-                "launch overhead (median)",
-                show(ours, "us"),
-                show(cupy, "us"),
-                show(triton, "us"),
-                "target <= 6 us",
-            )
-        )
-        for name, value in overhead.items():
-            rows.append((f"  bare cuLaunchKernel: {name}", show(value, "us"), "", "", ""))
-    if "compile" not in options.skip:
-        times = parallel_compile(options.kernels, options.steps)
-        speedup = times["p=1"] / times["p=16"]
-        rows.append(
-            (
-                f"compile {options.kernels} heavy kernels, p=1",
-                show(times["p=1"], "s"),
-                "",
-                "",
-                f"{times['p=1'] / options.kernels:.2f} s per kernel",
-            )
-        )
-        rows.append(
-            (
-                f"compile {options.kernels} heavy kernels, p=16",
-                show(times["p=16"], "s"),
-                "",
-                "",
-                f"{speedup:.1f}x faster (target >= 8x)",
-            )
-        )
-    if "bandwidth" not in options.skip:
-        rates = bandwidth()
-        rows.append(
-            (
-                "saxpy 2**28 f32 bandwidth",
-                show(rates["saxpy"], "GB/s", 1e-9),
-                "",
-                "",
-                f"{rates['saxpy'] / rates['copy']:.1%} of copy (target >= 90%)",
-            )
-        )
-        rows.append(("  device-to-device copy", show(rates["copy"], "GB/s", 1e-9), "", "", ""))
+    makers: dict[str, Callable[[], list[Row]]] = {
+        "first": lambda: first_launch_rows(work),
+        "launch": lambda: launch_rows(options.launches),
+        "compile": lambda: compile_rows(options.kernels, options.steps),
+        "bandwidth": bandwidth_rows,
+    }
+    rows: list[Row] = []
+    for name in sections:
+        if name in options.skip:
+            continue
+        try:
+            rows += makers[name]()
+        except Exception as e:
+            rows.append((f"{name}: failed", f"{type(e).__name__}: {e}"[:60], "", "", ""))
     header = ("measure", "cubejit", "CuPy", "Triton", "ratio / target")
     widths = [max(len(r[i]) for r in (header, *rows)) for i in range(5)]
     for row in (header, tuple("-" * w for w in widths), *rows):

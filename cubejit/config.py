@@ -140,8 +140,9 @@ def _convert(value: object, kind: type, where: str, key: str) -> object:
 def _checked(values: dict[str, object], where: str) -> dict[str, object]:
     level = values.get("record_level")
     if level is not None and level not in RECORD_LEVELS:
-        raise ConfigError(f"{where}: record_level must be one of {', '.join(RECORD_LEVELS)}, "
-                          f"not {level!r}")
+        raise ConfigError(
+            f"{where}: record_level must be one of {', '.join(RECORD_LEVELS)}, not {level!r}"
+        )
     for key in ("parallelism", "keep_sessions"):
         number = values.get(key)
         if isinstance(number, int) and number < 1:
@@ -159,8 +160,9 @@ def read(environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> S
         source, table = found
         for key, value in table.items():
             if key not in _FIELDS:
-                raise ConfigError(f"{source}: unknown key {key!r}; known keys: "
-                                  f"{', '.join(sorted(_FIELDS))}")
+                raise ConfigError(
+                    f"{source}: unknown key {key!r}; known keys: {', '.join(sorted(_FIELDS))}"
+                )
             values[key] = _convert(value, _FIELDS[key][1], str(source), key)
         _checked(values, str(source))
     from_env: dict[str, object] = {}

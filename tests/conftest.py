@@ -18,8 +18,8 @@ os.environ.pop("CUBEJIT_ENV", None)
 os.environ.pop("CUBEJIT_STORE", None)
 os.environ.pop("CUBEJIT_SIGNING_KEY", None)
 
-from cubejit import config  # noqa: E402
-from cubejit.environment.manager import ENVIRONMENTS  # noqa: E402
+from cubejit import config
+from cubejit.environment.manager import ENVIRONMENTS
 
 config.reset()
 

@@ -30,8 +30,9 @@ def canonical(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return tuple(canonical(v) for v in value)
     if isinstance(value, dict):
-        return tuple(sorted(((str(k), canonical(v)) for k, v in value.items()),
-                            key=lambda kv: kv[0]))
+        return tuple(
+            sorted(((str(k), canonical(v)) for k, v in value.items()), key=lambda kv: kv[0])
+        )
     raise TypeError(
         f"a kernel id holds only None, bool, int, float, str, bytes, lists, tuples and dicts; "
         f"got {type(value).__name__}"
@@ -69,8 +70,9 @@ def stable_digest(*parts: Any) -> str:
 def _dims(value: int | tuple[int, ...] | list[int]) -> tuple[int, int, int]:
     dims = (value,) if isinstance(value, int) else tuple(value)
     if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and d >= 1 for d in dims):
-        raise ValueError(f"cube_dim must be a positive int or a tuple of 1 to 3 of them, "
-                         f"not {value!r}")
+        raise ValueError(
+            f"cube_dim must be a positive int or a tuple of 1 to 3 of them, not {value!r}"
+        )
     return (*dims, *(1,) * (3 - len(dims)))  # type: ignore[return-value]
 
 
@@ -85,6 +87,7 @@ class KernelId:
     cube_dim: tuple[int, int, int]
     """Units per cube along x, y, z."""
     _hash: int = field(compare=False, repr=False)
+    _stable: str | None = field(compare=False, repr=False)
 
     def __init__(
         self,
@@ -96,13 +99,19 @@ class KernelId:
         object.__setattr__(self, "info", canonical(info))
         object.__setattr__(self, "cube_dim", _dims(cube_dim))
         object.__setattr__(self, "_hash", hash((self.name, self.info, self.cube_dim)))
+        object.__setattr__(self, "_stable", None)
 
     def __hash__(self) -> int:
         return self._hash
 
     def stable_hash(self) -> str:
-        """A hex digest of the whole id, the same in every process."""
-        return stable_digest("KernelId", self.name, self.info, self.cube_dim)
+        """A hex digest of the whole id, the same in every process; computed once per id,
+        since a warm start asks for it several times per kernel (record, store key)."""
+        stable = self._stable
+        if stable is None:
+            stable = stable_digest("KernelId", self.name, self.info, self.cube_dim)
+            object.__setattr__(self, "_stable", stable)
+        return stable
 
     def __str__(self) -> str:
         x, y, z = self.cube_dim
@@ -119,17 +128,23 @@ class ArtifactId(Generic[V]):
     """What the launch decides about the artifact that the kernel id does not (the CPU
     backend's buffer alignment); ``None`` when the kernel id says everything."""
     _hash: int = field(init=False, compare=False, repr=False)
+    _stable: str | None = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         # Ids are looked up on every launch: hash once, not on every lookup.
         object.__setattr__(self, "_hash", hash((self.kernel, self.variant)))
+        object.__setattr__(self, "_stable", None)
 
     def __hash__(self) -> int:
         return self._hash
 
     def stable_hash(self) -> str:
-        """A hex digest of kernel and variant, the same in every process."""
-        return stable_digest("ArtifactId", self.kernel.stable_hash(), self.variant)
+        """A hex digest of kernel and variant, the same in every process; computed once."""
+        stable = self._stable
+        if stable is None:
+            stable = stable_digest("ArtifactId", self.kernel.stable_hash(), self.variant)
+            object.__setattr__(self, "_stable", stable)
+        return stable
 
     def __str__(self) -> str:
         return str(self.kernel) if self.variant is None else f"{self.kernel}/{self.variant}"

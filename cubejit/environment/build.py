@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import os
 import threading
 from pathlib import Path
 
@@ -49,13 +50,28 @@ def build_id() -> str:
     with _lock:
         if _build_id is None:
             digest = hashlib.sha256(b"cubejit-build\0" + version().encode() + b"\0")
-            for file in sorted(PACKAGE.rglob("*.py"), key=lambda p: p.relative_to(PACKAGE)):
-                relative = file.relative_to(PACKAGE).as_posix().encode()
-                content = file.read_bytes()
-                digest.update(len(relative).to_bytes(4, "little") + relative)
+            for relative, file in _sources():
+                with open(file, "rb") as f:
+                    content = f.read()
+                name = relative.encode()
+                digest.update(len(name).to_bytes(4, "little") + name)
                 digest.update(len(content).to_bytes(8, "little") + content)
             _build_id = digest.hexdigest()
         return _build_id
+
+
+def _sources() -> list[tuple[str, str]]:
+    """Every ``.py`` file of the package as (path relative to it, with ``/``; full path),
+    sorted by the relative path. On the first load's path, so plain ``os`` calls."""
+    found = []
+    root = str(PACKAGE)
+    for folder, folders, names in os.walk(root):
+        folders[:] = [f for f in folders if f != "__pycache__"]
+        for name in names:
+            if name.endswith(".py"):
+                full = os.path.join(folder, name)
+                found.append((os.path.relpath(full, root).replace(os.sep, "/"), full))
+    return sorted(found)
 
 
 def override_build_id(value: str | None) -> None:

@@ -107,6 +107,9 @@ class Environments:
             return self.root() / f"{self.active()}.db"
 
     def generation(self) -> int:
+        # Read on every launch: while nothing changed, answer without taking the lock.
+        if self._bound is not None and config.settings() is self._settings_seen:
+            return self._generation
         with self._lock:
             self._current()
             return self._generation

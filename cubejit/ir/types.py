@@ -90,9 +90,7 @@ bf16 = Scalar("bf16", Kind.FLOAT, 16)
 f32 = Scalar("f32", Kind.FLOAT, 32)
 f64 = Scalar("f64", Kind.FLOAT, 64)
 
-SCALARS: dict[str, Scalar] = {
-    t.name: t for t in (bool_, i32, i64, u32, u64, f16, bf16, f32, f64)
-}
+SCALARS: dict[str, Scalar] = {t.name: t for t in (bool_, i32, i64, u32, u64, f16, bf16, f32, f64)}
 """Every scalar by name."""
 
 _NUMPY = {

@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import CHILD_PRELUDE, child_environ
 from store_kernels import artifact, launch_and_check
 
 from cubejit import environment
@@ -49,12 +48,22 @@ def no_inherited_parallelism(monkeypatch: pytest.MonkeyPatch) -> None:
 UPGRADE = "from cubejit.environment import build\nbuild.override_build_id('an-upgrade')"
 """What a child runs before anything loads to act as another build of cubejit."""
 
+ONE_BUILD = "from cubejit.environment import build\nbuild.override_build_id('one-build')"
+"""Pins the build id of the many processes of one test, so that they share keys even while
+cubejit's own files change under a running suite."""
+
 
 def start(code: str, root: Path, **variables: str) -> subprocess.Popen[str]:
     """A Python process running ``code`` on the environment ``test`` under ``root``."""
-    environ = {**child_environ(root), **variables}
+    environ = {
+        **os.environ,
+        "CUBEJIT_CACHE_DIR": str(root),
+        "CUBEJIT_ENV": "test",
+        "CUBEJIT_COMPILATION_CACHE": "1",
+        **variables,
+    }
     return subprocess.Popen(
-        [sys.executable, "-c", CHILD_PRELUDE + code],
+        [sys.executable, "-c", code],
         env=environ,
         cwd=root.parent,
         text=True,
@@ -88,7 +97,8 @@ def test_eight_processes_warming_twenty_kernels_at_once_compute_right_and_store_
     root: Path,
 ) -> None:
     seeds = list(range(1, 21))
-    processes = [start(child(seeds, wait_for_go=True), root) for _ in range(8)]
+    code = child(seeds, wait_for_go=True, first=ONE_BUILD)
+    processes = [start(code, root) for _ in range(8)]
     for process in processes:
         assert process.stdout is not None and process.stdout.readline() == "ready\n"
     for process in processes:
@@ -108,7 +118,7 @@ def test_eight_processes_warming_twenty_kernels_at_once_compute_right_and_store_
     [wanted] = {tuple(report["keys"]) for report in reports}
     assert sorted(k.decode() for k in keys if k.startswith(b"id:")) == list(wanted)
 
-    after = warm(root, seeds)
+    after = warm(root, seeds, first=ONE_BUILD)
     assert after["compiler_runs"] == 0 and after["outcomes"] == {"loaded": 20}
 
 

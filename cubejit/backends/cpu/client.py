@@ -91,8 +91,8 @@ class CpuClient:
         """Runs ``spec`` over ``cube_count`` cubes with ``args``; returns when it is done.
         Arguments are checked against ``spec.params`` before anything runs (LaunchError)."""
         binder = self._binders.get(id(spec))
-        if binder is None:
-            binder = self._binders.setdefault(id(spec), ArgBinder(spec, self))
+        if binder is None or binder.spec is not spec:
+            binder = self._binders[id(spec)] = ArgBinder(spec, self)
         if type(cube_count) is int and 1 <= cube_count <= self._max_count_x:
             counts = (cube_count, 1, 1)
         else:

@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from cubejit.backends.cpu.layout import COUNT_SLOTS, SLOT_BYTES, slots
 from cubejit.backends.cpu.unit_loop import plan_unit_loop
-from cubejit.backends.cpu.vector_math import vector_declarations
+from cubejit.backends.cpu.vector_math import vector_declarations, vector_name
 from cubejit.backends.cstyle import (
     INDENT,
     Dialect,
@@ -29,7 +29,7 @@ from cubejit.backends.cstyle import (
 )
 from cubejit.errors import UnsupportedError
 from cubejit.ir.nodes import KernelIR, Position
-from cubejit.ir.types import ArrayType
+from cubejit.ir.types import ArrayType, Scalar
 
 ENTRY = "cubejit_launch"
 """The symbol every CPU artifact exports: ``void cubejit_launch(const unsigned char *args)``."""
@@ -65,6 +65,9 @@ class CDialect(Dialect):
 
     def position(self, which: Position) -> str:
         return "cj_p" if which is self.lead else super().position(which)
+
+    def libm(self, base: str, t: Scalar) -> str:
+        return vector_name(super().libm(base, t))
 
     def cube_axis(self, axis: int) -> str:
         return f"cj_cube_{_AXES[axis]}"

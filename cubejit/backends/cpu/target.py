@@ -3,9 +3,11 @@
 :class:`CpuTarget` keeps artifacts in the compilation store (an
 :class:`~cubejit.environment.ArtifactStore` namespace of the active environment) under two kinds
 of key: the artifact id, and the C source an artifact was compiled from, so a kernel whose text
-was compiled before under another id is served without compiling. Loading writes the shared object to a uniquely named temporary file,
-``dlopen``s it and unlinks it at once: nothing stays on disk, and no two libraries of a process
-ever share a path (the dynamic loader would hand back the first).
+was compiled before under another id is served without compiling. Loading writes the shared
+object to a uniquely named file, ``dlopen``s it and unlinks it at once: nothing stays behind, and
+no two libraries of a process ever share a path (the dynamic loader would hand back the first).
+The file goes to a memory file system where there is one (:data:`MEMORY_DIRECTORY`), else to
+the temporary directory.
 """
 
 from __future__ import annotations
@@ -29,6 +31,12 @@ from cubejit.errors import CompilationError
 _log = logging.getLogger("cubejit.compilation")
 _names = itertools.count()
 
+MEMORY_DIRECTORY = "/dev/shm"
+"""Where shared objects are written for ``dlopen`` when it may be: creating a file there costs
+microseconds, on a disk's file system up to half a millisecond, and a warm start loads every
+kernel this way. Where it is missing, not writable, or refuses to map code (``noexec``), the
+temporary directory serves instead."""
+
 
 @dataclass(frozen=True, slots=True)
 class CpuLoaded:
@@ -51,6 +59,8 @@ class CpuTarget:
         self._compiler = compiler or CpuCompiler()
         self.artifacts = store if store is not None else ArtifactStore("cpu", cpu_fingerprint())
         """The compilation store's namespace for this compiler's artifacts."""
+        memory = [MEMORY_DIRECTORY] if os.access(MEMORY_DIRECTORY, os.W_OK | os.X_OK) else []
+        self._load_folders = [*memory, tempfile.gettempdir()]
 
     def compiler(self) -> CpuCompiler:
         return self._compiler
@@ -76,24 +86,38 @@ class CpuTarget:
 
     def load(self, id: ArtifactId[Any], artifact: CpuArtifact) -> CpuLoaded:
         """Loads ``artifact``'s shared object; CompilationError when the system refuses it."""
-        name = f"cubejit-{os.getpid()}-{next(_names)}-{secrets.token_hex(4)}.so"
-        path = os.path.join(tempfile.gettempdir(), name)
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o700)
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(artifact.library)
-                library = ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
-            finally:
-                os.unlink(path)
+            library = _open_library(self._load_folders[0], artifact.library)
+        except OSError as e:
+            if len(self._load_folders) == 1:
+                raise CompilationError(
+                    f"cannot load the CPU artifact of {id}: {e}", kernel=id.kernel.name
+                ) from None
+            library = self._load_elsewhere(id, artifact, e)
+        try:
             entry = library[artifact.entry]
-        except (OSError, AttributeError) as e:
+        except AttributeError as e:
             raise CompilationError(
                 f"cannot load the CPU artifact of {id}: {e}", kernel=id.kernel.name
             ) from None
         entry.argtypes = [ctypes.c_char_p]
         entry.restype = None
         return CpuLoaded(library, entry, artifact.layout)
+
+    def _load_elsewhere(
+        self, id: ArtifactId[Any], artifact: CpuArtifact, first: OSError
+    ) -> ctypes.CDLL:
+        """Loads from the temporary directory what the memory directory refused; when that
+        works, the memory directory was at fault and is not tried again."""
+        try:
+            library = _open_library(self._load_folders[-1], artifact.library)
+        except OSError as e:
+            raise CompilationError(
+                f"cannot load the CPU artifact of {id}: {e}", kernel=id.kernel.name
+            ) from None
+        _log.debug("loading shared objects from %s instead: %s", self._load_folders[-1], first)
+        del self._load_folders[:-1]
+        return library
 
     def _artifact(
         self, found: tuple[bytes, dict[str, Any]] | None, what: object
@@ -105,3 +129,16 @@ class CpuTarget:
         except ValueError as e:
             _log.warning("dropping an unreadable CPU artifact for %s: %s", what, e)
             return None
+
+
+def _open_library(folder: str, library: bytes) -> ctypes.CDLL:
+    """``dlopen``s ``library`` from a file of its own in ``folder``, unlinked at once."""
+    name = f"cubejit-{os.getpid()}-{next(_names)}-{secrets.token_hex(4)}.so"
+    path = os.path.join(folder, name)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o700)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(library)
+        return ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
+    finally:
+        os.unlink(path)

@@ -15,7 +15,7 @@ all it runs before the guard is assignments to its own locals, and expressions h
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cubejit.ir import nodes as ir
 from cubejit.ir.types import u32
@@ -48,18 +48,19 @@ def plan_unit_loop(kernel: ir.KernelIR) -> UnitLoop:
         start += 1
     if start == len(body) or not isinstance(body[start], ir.If):
         return default
-    aliases = {
-        s.name: s.value.which
-        for s in body[:start]
-        if isinstance(s, ir.Assign)
-        and isinstance(s.value, ir.PositionOf)
-        and s.value.which in _LEADS
-        and writes[s.name] == 1
-    }
-    params = {p.name for p in kernel.params}
+    aliases: dict[str, ir.Position] = {}
+    known = {p.name: None for p in kernel.params if writes[p.name] == 0}
+    for s in body[:start]:
+        assert isinstance(s, ir.Assign)
+        if writes[s.name] != 1:
+            continue
+        if isinstance(s.value, ir.PositionOf) and s.value.which in _LEADS:
+            aliases[s.name] = s.value.which
+        elif _invariant(s.value, known):
+            known[s.name] = _inline(s.value, known)
     guard = body[start]
     assert isinstance(guard, ir.If)
-    split = _split_guard(guard.cond, aliases, params, writes)
+    split = _split_guard(guard.cond, aliases, known)
     if split is None or guard.orelse:
         return default
     lead, bound, runs_when_true = split
@@ -82,7 +83,7 @@ def _assignments(block: tuple[ir.Stmt, ...]) -> Counter[str]:
 
 
 def _split_guard(
-    cond: ir.Expr, aliases: dict[str, ir.Position], params: set[str], writes: Counter[str]
+    cond: ir.Expr, aliases: dict[str, ir.Position], known: dict[str, ir.Expr | None]
 ) -> tuple[ir.Position, ir.Expr, bool] | None:
     """``(lead, bound, runs_when_true)`` when ``cond`` is ``lead < bound`` (the unit works when
     it holds) or ``lead >= bound`` (the unit stops when it holds), either way round."""
@@ -103,16 +104,35 @@ def _split_guard(
         lead = aliases[position.name]
     else:
         return None
-    if bound.type != u32 or not _invariant(bound, params, writes):
+    if bound.type != u32 or not _invariant(bound, known):
         return None
-    return lead, bound, runs_when_true
+    return lead, _inline(bound, known), runs_when_true
 
 
-def _invariant(e: ir.Expr, params: set[str], writes: Counter[str]) -> bool:
+def _invariant(e: ir.Expr, known: dict[str, ir.Expr | None]) -> bool:
     """Whether ``e`` has one value in every unit of a launch: it reads lengths, constants and
-    scalar parameters the kernel never assigns, never an array element or a position."""
+    ``known`` names (scalar parameters the kernel never assigns, locals assigned once from such
+    values), never an array element or a position."""
     if isinstance(e, ir.Var):
-        return e.name in params and writes[e.name] == 0
+        return e.name in known
     if isinstance(e, ir.Load | ir.PositionOf):
         return False
-    return all(_invariant(sub, params, writes) for sub in ir.sub_exprs(e))
+    return all(_invariant(sub, known) for sub in ir.sub_exprs(e))
+
+
+def _inline(e: ir.Expr, known: dict[str, ir.Expr | None]) -> ir.Expr:
+    """``e`` with each known local replaced by its value, so it reads parameters only."""
+    if isinstance(e, ir.Var):
+        value = known.get(e.name)
+        return e if value is None else value
+    if isinstance(e, ir.Unary):
+        return replace(e, operand=_inline(e.operand, known))
+    if isinstance(e, ir.Binary):
+        return replace(e, lhs=_inline(e.lhs, known), rhs=_inline(e.rhs, known))
+    if isinstance(e, ir.Cast):
+        return replace(e, value=_inline(e.value, known))
+    if isinstance(e, ir.Math):
+        return replace(e, args=tuple(_inline(a, known) for a in e.args))
+    if isinstance(e, ir.Select):
+        return ir.Select(*(_inline(x, known) for x in (e.cond, e.if_true, e.if_false)), e.type)
+    return e

@@ -5,18 +5,25 @@ more units than a u32 position can."""
 from __future__ import annotations
 
 import math
+import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
 from cpu_ir_builders import arr, b, guarded, kernel, load, pos, scalar
 
 import cubejit as cj
+from cubejit import config
 from cubejit.backends.cpu.codegen import translation_unit
+from cubejit.backends.cpu.compiler import vectoriser_flags
+from cubejit.backends.cpu.fingerprint import compile_flags
 from cubejit.backends.cpu.unit_loop import plan_unit_loop
+from cubejit.backends.cpu.vector_math import link_libraries
 from cubejit.ir import nodes as n
 from cubejit.ir.types import f32, u32
 
 SIZES = [1, 255, 257, 10**6 + 3]
+_DECLARE_MARK = "#pragma omp declare simd notinbranch"
 
 
 @cj.kernel
@@ -55,18 +62,28 @@ def rows(width: cj.u32, height: cj.u32, x: cj.Array[cj.f32], out: cj.Array[cj.f3
 
 
 @cj.kernel
-def libm32(x: cj.Array[cj.f32], y: cj.Array[cj.f32], out: cj.Array[cj.f32]):
+def libm32(
+    x: cj.Array[cj.f32],
+    y: cj.Array[cj.f32],
+    tanh: cj.Array[cj.f32],
+    exp: cj.Array[cj.f32],
+    log: cj.Array[cj.f32],
+    sin: cj.Array[cj.f32],
+    cos: cj.Array[cj.f32],
+    tan: cj.Array[cj.f32],
+    erf: cj.Array[cj.f32],
+    pow: cj.Array[cj.f32],
+):
     i = cj.ABSOLUTE_POS
-    n = x.len()
-    if i < n:
-        out[i] = cj.tanh(x[i])
-        out[n + i] = cj.exp(x[i])
-        out[2 * n + i] = cj.log(x[i])
-        out[3 * n + i] = cj.sin(x[i])
-        out[4 * n + i] = cj.cos(x[i])
-        out[5 * n + i] = cj.tan(x[i])
-        out[6 * n + i] = cj.erf(x[i])
-        out[7 * n + i] = cj.pow(x[i], y[i])
+    if i < x.len():
+        tanh[i] = cj.tanh(x[i])
+        exp[i] = cj.exp(x[i])
+        log[i] = cj.log(x[i])
+        sin[i] = cj.sin(x[i])
+        cos[i] = cj.cos(x[i])
+        tan[i] = cj.tan(x[i])
+        erf[i] = cj.erf(x[i])
+        pow[i] = cj.pow(x[i], y[i])
 
 
 @cj.kernel
@@ -127,16 +144,14 @@ def test_vector_libm_keeps_values_and_special_values_in_f32(cpu, rng) -> None:
     x = np.concatenate(
         [np.array(specials, np.float32), rng.uniform(-20, 20, 1000).astype(np.float32)]
     )
-    y = np.concatenate(
-        [np.array([2.0, 0.5, -1.0, 3.0, np.nan, 0.0, 2.0, 1.5, 2.0, 0.0, 0.5], np.float32)]
-        + [rng.uniform(-3, 3, 1000).astype(np.float32)]
-    )
-    out = np.empty(8 * x.size, np.float32)
-    libm32.launch(cpu, cj.cdiv(x.size, 64), 64, x, y, out)
+    powers = [2.0, 0.5, -1.0, 3.0, np.nan, 0.0, 2.0, 1.5, 2.0, 0.0, 0.5]
+    y = np.concatenate([np.array(powers, np.float32), rng.uniform(-3, 3, 1000).astype(np.float32)])
+    out = np.empty((8, x.size), np.float32)
+    libm32.launch(cpu, cj.cdiv(x.size, 64), 64, x, y, *out)
     erf = np.vectorize(math.erf, otypes=[np.float64])(x.astype(np.float64)).astype(np.float32)
     with np.errstate(all="ignore"):
         wants = [np.tanh(x), np.exp(x), np.log(x), np.sin(x), np.cos(x), np.tan(x), erf, x**y]
-    for got, want in zip(out.reshape(8, -1), wants, strict=True):
+    for got, want in zip(out, wants, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
@@ -176,6 +191,19 @@ def test_the_guard_of_a_plain_kernel_becomes_the_loop_bound_and_leaves_the_unit(
     assert "if ((v_i < n_out))" not in text
 
 
+def test_a_bound_kept_in_a_local_is_hoisted_as_the_value_it_holds() -> None:
+    width = b("MUL", n.Var("m", u32), n.Const(2, u32))
+    ir = _saxpy_body(
+        n.Assign("j", width),
+        n.Assign("i", pos("ABSOLUTE_POS_X")),
+        n.If(b("LE", n.Var("j", u32), _I), (n.Return(),)),
+        _STORE,
+    )
+    plan = plan_unit_loop(ir)
+    assert (plan.lead, plan.bound) == (n.Position.ABSOLUTE_POS_X, width)
+    assert plan.body == (*ir.body[:2], _STORE)
+
+
 @pytest.mark.parametrize(
     "body",
     [
@@ -201,10 +229,10 @@ def test_the_guard_of_a_plain_kernel_becomes_the_loop_bound_and_leaves_the_unit(
         pytest.param(
             [
                 n.Assign("i", pos("ABSOLUTE_POS")),
-                n.Assign("m", n.Const(3, u32)),
-                n.If(b("LT", _I, n.Var("m", u32)), (_STORE,)),
+                n.Assign("j", n.Cast(load("x", n.Const(0, u32), f32), u32)),
+                n.If(b("LT", _I, n.Var("j", u32)), (_STORE,)),
             ],
-            id="bound-parameter-assigned",
+            id="bound-read-from-an-array",
         ),
         pytest.param(
             [
@@ -226,3 +254,29 @@ def test_a_guard_that_is_not_the_same_for_every_unit_is_left_in_place(body) -> N
     plan = plan_unit_loop(ir)
     assert plan.bound is None
     assert plan.body == ir.body
+
+
+@pytest.mark.skipif(
+    not vectoriser_flags(config.settings().cc) or not link_libraries(_DECLARE_MARK),
+    reason="checks GCC's vectoriser report and glibc's libmvec on x86_64",
+)
+def test_the_row_loop_of_a_guarded_kernel_of_ten_arrays_vectorises_its_libm_calls(
+    tmp_path: Path,
+) -> None:
+    spec = libm32.specialize(64)
+    (tmp_path / "k.c").write_text(translation_unit(spec.define(), spec.cube_dim, 64))
+    settings = config.settings()
+    command = [
+        settings.cc,
+        *compile_flags(settings),
+        *vectoriser_flags(settings.cc),
+        "-fopt-info-vec-optimized",
+        "-o",
+        "k.so",
+        "k.c",
+        "-lmvec",
+    ]
+    report = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert "loop vectorized" in report.stderr
+    symbols = subprocess.run(["nm", "-D", "k.so"], cwd=tmp_path, capture_output=True, text=True)
+    assert "_ZGV" in symbols.stdout and "tanhf" in symbols.stdout

@@ -1,0 +1,155 @@
+"""A warm start: what a second process pays for kernels the first one compiled.
+
+Three fresh interpreters share one environment under a temporary root:
+
+- A compiles 50 distinct kernels as one batch into the empty environment and launches each once;
+- B does the same against the environment A filled (target: B at least 50x faster than A);
+- C does the same as another build of cubejit (a new build id, as after an upgrade): every
+  kernel's C text is unchanged, so each is re-keyed and the C compiler must not run (target 0).
+
+Each process times itself from the first load (queuing the batch) to the last launch done;
+importing cubejit and creating the client come before and are printed apart. Compiles are
+counted by :data:`cubejit.backends.cpu.compiler_runs`.
+
+    python benchmarks/warm_start.py [--kernels 50] [--profile B]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+START = time.perf_counter()
+
+import numpy as np  # noqa: E402
+
+import cubejit as cj  # noqa: E402
+
+N = 4096
+CUBE = 128
+TERMS = 6
+"""The terms ``wave`` unrolls."""
+
+
+@cj.kernel
+def wave(x: cj.Array[cj.f32], out: cj.Array[cj.f32], seed: cj.Comptime[int]):
+    i = cj.ABSOLUTE_POS
+    if i < out.len():
+        v = x[i]
+        acc = cj.f32(seed)
+        for t in cj.unroll(range(6)):
+            acc = acc + cj.sin(v * cj.f32(t + seed)) * cj.exp(v - cj.f32(t))
+        out[i] = acc
+
+
+def child(kernels: int, upgrade: bool, profile: bool) -> None:
+    """One process's run: prints its measurements as one JSON line."""
+    if upgrade:
+        from cubejit.environment import build
+
+        build.override_build_id("a-simulated-upgrade")
+    from cubejit.backends.cpu import compiler_runs
+    from cubejit.compile import recent_records
+
+    client = cj.client("cpu")
+    x_host = np.random.default_rng(0).random(N, dtype=np.float32)
+    x = client.to_device(x_host)
+    outs = [client.empty(N, cj.f32) for _ in range(kernels)]
+    ready = time.perf_counter()
+
+    def run() -> None:
+        for seed in range(kernels):
+            wave.prepare(client, CUBE, seed=seed)
+        client.compile_queued()
+        for seed in range(kernels):
+            wave.launch(client, cj.cdiv(N, CUBE), CUBE, x, outs[seed], seed=seed)
+
+    profiler = None
+    if profile:
+        import cProfile
+
+        profiler = cProfile.Profile()
+        profiler.enable()
+    start = time.perf_counter()
+    run()
+    seconds = time.perf_counter() - start
+    if profiler is not None:
+        import pstats
+
+        profiler.disable()
+        pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative").print_stats(25)
+
+    seed = kernels - 1
+    expected = np.float32(seed) + sum(
+        np.sin(x_host * np.float32(t + seed)) * np.exp(x_host - np.float32(t)) for t in range(TERMS)
+    )
+    np.testing.assert_allclose(client.read(outs[seed]), expected, rtol=1e-4, atol=1e-4)
+    outcomes: dict[str, int] = {}
+    for batch in recent_records():
+        for record in batch.kernels:
+            outcomes[str(record.outcome)] = outcomes.get(str(record.outcome), 0) + 1
+    report = {
+        "seconds": seconds,
+        "setup_s": ready - START,
+        "compiler_runs": compiler_runs.count,
+        "outcomes": outcomes,
+    }
+    print(json.dumps(report), flush=True)
+
+
+def spawn(name: str, root: str, kernels: int, upgrade: bool, profile: bool) -> dict[str, object]:
+    command = [sys.executable, __file__, "--child", "--kernels", str(kernels)]
+    command += ["--upgrade"] * upgrade + ["--profile-me"] * profile
+    environ = {**os.environ, "CUBEJIT_CACHE_DIR": root, "CUBEJIT_ENV": "warm-start"}
+    environ.pop("CUBEJIT_COMPILATION_CACHE", None)
+    environ["CUBEJIT_RECORD_LEVEL"] = "basic"
+    done = subprocess.run(command, env=environ, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"process {name} failed:\n{done.stderr}")
+    if profile:
+        print(f"--- profile of process {name} ---\n{done.stderr}")
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--kernels", type=int, default=50)
+    parser.add_argument("--profile", choices=("A", "B", "C"), action="append", default=[])
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--upgrade", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--profile-me", action="store_true", help=argparse.SUPPRESS)
+    options = parser.parse_args()
+    if options.child:
+        child(options.kernels, options.upgrade, options.profile_me)
+        return
+
+    with tempfile.TemporaryDirectory(prefix="cubejit-warm-start-") as root:
+        runs = {
+            name: spawn(name, root, options.kernels, name == "C", name in options.profile)
+            for name in ("A", "B", "C")
+        }
+    print(f"{options.kernels} kernels, one environment shared by three processes")
+    print(f"{'process':<34} {'load..last launch s':>19} {'setup s':>8} {'cc runs':>7}  outcomes")
+    labels = {
+        "A": "A: empty environment",
+        "B": "B: environment A filled",
+        "C": "C: new build id (upgrade)",
+    }
+    for name, run in runs.items():
+        print(
+            f"{labels[name]:<34} {run['seconds']:>19.4f} {run['setup_s']:>8.3f} "
+            f"{run['compiler_runs']:>7}  {run['outcomes']}"
+        )
+    ratio = float(runs["A"]["seconds"]) / float(runs["B"]["seconds"])  # type: ignore[arg-type]
+    print(f"B is {ratio:.0f}x faster than A (target >= 50x: {'met' if ratio >= 50 else 'MISSED'})")
+    c_runs = runs["C"]["compiler_runs"]
+    print(f"C ran the C compiler {c_runs} time(s) (target 0: {'met' if c_runs == 0 else 'MISSED'})")
+
+
+if __name__ == "__main__":
+    main()

@@ -12,10 +12,7 @@ all when the store has it (re-keyed). The target is touched only on the thread c
 
 from __future__ import annotations
 
-import itertools
 import os
-import queue
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,15 +20,10 @@ from typing import Any
 
 from cubejit import config
 from cubejit.compile.id import ArtifactId
-from cubejit.compile.recording import (
-    BatchRecord,
-    CompilationRecording,
-    Phase,
-    ServerLogger,
-    publish,
-)
+from cubejit.compile.recording import BatchRecord, CompilationRecording, ServerLogger, publish
+from cubejit.compile.workers import Workers, timed
 
-_FINALIZE, _LOWER, _STOP = 0, 1, 2
+_FINALIZE, _LOWER = 0, 1
 """Job priorities: a finalize runs before the next lowering, so the platform compiler (which
 releases the GIL) works alongside the lowering of the next kernel (which holds it)."""
 
@@ -57,56 +49,6 @@ class _SourceGroup:
     """The kernels of a batch that lowered to one source while its first kernel finalizes."""
 
     waiting: list[_Trip] = field(default_factory=list)
-
-
-class _Workers:
-    """``count`` threads that each take the next job of one shared queue until stopped.
-
-    Every job submitted yields exactly one message on :attr:`done`, so the caller knows how
-    many to wait for; the caller blocks on that queue, never polls.
-    """
-
-    def __init__(self, count: int, clock_origin: float) -> None:
-        self.done: queue.SimpleQueue[tuple[str, _Trip, Any]] = queue.SimpleQueue()
-        self._jobs: queue.PriorityQueue[tuple[int, int, Callable[[], Any] | None]] = (
-            queue.PriorityQueue()
-        )
-        self._order = itertools.count()
-        self._cancelled = threading.Event()
-        self.origin = clock_origin
-        self.count = count
-        self._threads = [
-            threading.Thread(target=self._work, name=f"cubejit-compile-{i}", daemon=True)
-            for i in range(count)
-        ]
-        for thread in self._threads:
-            thread.start()
-
-    def submit(self, priority: int, job: Callable[[], tuple[str, _Trip, Any]]) -> None:
-        self._jobs.put((priority, next(self._order), job))
-
-    def stop(self, cancel: bool) -> None:
-        """Ends every thread once the jobs before it are done, or at once when ``cancel``."""
-        if cancel:
-            self._cancelled.set()
-        for _ in self._threads:
-            self._jobs.put((_STOP, next(self._order), None))
-        for thread in self._threads:
-            thread.join()
-
-    def _work(self) -> None:
-        while True:
-            _, _, job = self._jobs.get()
-            if job is None:
-                return
-            if not self._cancelled.is_set():
-                self.done.put(job())
-
-    def timed(self, run: Callable[[], Any]) -> tuple[Any, Phase]:
-        start = time.perf_counter() - self.origin
-        value = run()
-        end = time.perf_counter() - self.origin
-        return value, Phase(threading.current_thread().name, start, end)
 
 
 class KernelLoader:
@@ -220,7 +162,7 @@ class _Batch:
         self.results: dict[ArtifactId[Any], Any] = {}
         self.trips: list[_Trip] = []
         self.by_source: dict[str, _SourceGroup | tuple[Any] | BaseException] = {}
-        self.workers: _Workers | None = None
+        self.workers: Workers[tuple[str, _Trip, Any]] | None = None
         self.pending = 0
 
     def run(self, jobs: dict[ArtifactId[Any], Any]) -> dict[ArtifactId[Any], Any]:
@@ -289,7 +231,7 @@ class _Batch:
         if not trips:
             return
         if self.workers is None:
-            self.workers = _Workers(min(self.parallelism, len(trips)), self.origin)
+            self.workers = Workers(min(self.parallelism, len(trips)))
         for trip in trips:
             self._submit(_LOWER, self._lower, trip)
 
@@ -308,10 +250,10 @@ class _Batch:
 
     def _lower(self, trip: _Trip) -> tuple[str, _Trip, Any]:
         """On a worker: lower, then finalize here unless the source may be reused."""
-        assert self.workers is not None
         try:
-            trip.lowered, trip.recording.lower = self.workers.timed(
-                lambda: self.compiler.lower(trip.kernel, trip.id, trip.recording, self.logger)
+            trip.lowered, trip.recording.lower = timed(
+                lambda: self.compiler.lower(trip.kernel, trip.id, trip.recording, self.logger),
+                self.origin,
             )
             trip.source = self.compiler.source(trip.lowered)
         except BaseException as e:
@@ -321,10 +263,9 @@ class _Batch:
         return self._finalize(trip)
 
     def _finalize(self, trip: _Trip) -> tuple[str, _Trip, Any]:
-        assert self.workers is not None
         try:
-            artifact, trip.recording.finalize = self.workers.timed(
-                lambda: self.compiler.finalize(trip.id, trip.lowered)
+            artifact, trip.recording.finalize = timed(
+                lambda: self.compiler.finalize(trip.id, trip.lowered), self.origin
             )
         except BaseException as e:
             return "finalize failed", trip, e
@@ -403,10 +344,9 @@ class _Batch:
     def _finish(self, trip: _Trip, artifact: Any, outcome: str, store: bool) -> None:
         """Loads ``artifact`` for ``trip`` and, when ``store``, keeps it under its id (and
         source) once the device took it."""
-        start = time.perf_counter() - self.origin
-        loaded = self.target.load(trip.id, artifact)
-        end = time.perf_counter() - self.origin
-        trip.recording.load = Phase(threading.current_thread().name, start, end)
+        loaded, trip.recording.load = timed(
+            lambda: self.target.load(trip.id, artifact), self.origin
+        )
         if store:
             try:
                 self.target.store(trip.id, artifact, trip.source)

@@ -21,7 +21,7 @@ import re
 import threading
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, fields
 from typing import Any
 
 from cubejit import config
@@ -128,8 +128,9 @@ class CompilationRecording:
 
 
 @dataclass(frozen=True, slots=True)
-class BatchRecord:
-    """One batch: what it was asked, what each kernel's trip came to, and what it cost."""
+class BatchTotals:
+    """What one batch was asked, what it came to and what it cost, counted: the part of a
+    batch's record that a sink persisting records keeps as it is."""
 
     started_at: float
     """Wall-clock time (``time.time()``) the batch started; phases count from it."""
@@ -142,20 +143,24 @@ class BatchRecord:
     failed: int
     threads: int
     """Worker threads the batch ran: ``min(parallelism, kernels the store did not hold)``."""
-    kernels: tuple[CompilationRecording, ...] = field(default=())
+
+    def totals(self) -> tuple[Any, ...]:
+        """The values of the fields above, in their order."""
+        return tuple(getattr(self, f.name) for f in fields(BatchTotals))
+
+
+@dataclass(frozen=True, slots=True)
+class BatchRecord(BatchTotals):
+    """One batch: its totals, and what each kernel's trip came to."""
+
+    kernels: tuple[CompilationRecording, ...] = ()
     """The recordings of the kernels that made it, in the order they were asked."""
 
     def as_dict(self) -> dict[str, Any]:
         """Plain values only, for a sink that persists records."""
+        names = [f.name for f in fields(BatchTotals)]
         return {
-            "started_at": self.started_at,
-            "wall_s": self.wall_s,
-            "kernels_asked": self.kernels_asked,
-            "compiled": self.compiled,
-            "from_store": self.from_store,
-            "rekeyed": self.rekeyed,
-            "failed": self.failed,
-            "threads": self.threads,
+            **dict(zip(names, self.totals(), strict=True)),
             "kernels": [k.as_dict() for k in self.kernels],
         }
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cubejit.environment import bundle as _bundle
 from cubejit.environment.artifacts import ArtifactStore
 from cubejit.environment.bundle import ImportReport, export_bundle, import_bundle
 from cubejit.environment.manager import ENVIRONMENTS
@@ -48,8 +49,9 @@ def root() -> Path:
 
 def load(file: str | Path) -> None:
     """Makes the database or bundle ``file`` the active environment, served in place; bumps
-    :func:`generation`. Raises :class:`~cubejit.errors.StoreError` for a file that is not one."""
-    ENVIRONMENTS.load(file)
+    :func:`generation`. Raises :class:`~cubejit.errors.StoreError` for a file that is not one.
+    With a signing key, a bundle's entries are served only when their signature checks."""
+    _bundle.load(file)
 
 
 def path() -> Path:

@@ -84,6 +84,7 @@ class ArtifactStore:
         self.namespace = f"{backend}/{version()}/{fingerprint}"
         """``"<backend>/<cubejit version>/<fingerprint>"``."""
         self._store = fleet.layered(Store(self.namespace))
+        build_id()  # every key needs it: computed with the store, not on the first launch
         self._warned: set[bytes] = set()
         self._lock = threading.Lock()
 

@@ -67,10 +67,11 @@ def _sources() -> list[tuple[str, str]]:
     root = str(PACKAGE)
     for folder, folders, names in os.walk(root):
         folders[:] = [f for f in folders if f != "__pycache__"]
+        prefix = folder[len(root) + 1 :].replace(os.sep, "/")
         for name in names:
             if name.endswith(".py"):
-                full = os.path.join(folder, name)
-                found.append((os.path.relpath(full, root).replace(os.sep, "/"), full))
+                relative = f"{prefix}/{name}" if prefix else name
+                found.append((relative, os.path.join(folder, name)))
     return sorted(found)
 
 

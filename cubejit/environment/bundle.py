@@ -6,21 +6,34 @@ A bundle is a database of the same schema as an environment (see
 can serve one in place, and :func:`import_bundle` copies its entries into the active
 environment, marked as coming from a bundle: a local entry is never overwritten, and one
 compiled here later replaces an imported one.
+
+A bundle is a shared store: whoever writes one can make every machine that reads it run code.
+With a signing key (``CUBEJIT_SIGNING_KEY``), :func:`export_bundle` keeps an HMAC-SHA256 of
+each entry (:mod:`~cubejit.environment.signing`) in the bundle's ``signatures`` table, and a
+machine holding the key imports or serves only entries whose signature checks: any other is
+refused with a WARNING, and its kernel compiles again. Without a key, bundles are written
+unsigned, with one WARNING per process.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from cubejit import config
 from cubejit.environment.manager import ENVIRONMENTS
+from cubejit.environment.signing import Signer, refusal_message, signer, warn_unsigned_once
 from cubejit.environment.storage import BUNDLE, LOCAL, InsertOutcome
 from cubejit.environment.storage_sqlite import BUNDLE_KIND, SqliteStorage
 from cubejit.environment.value import DamagedValueError, decode
 from cubejit.errors import StoreError
+
+log = logging.getLogger("cubejit.environment")
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,11 +73,19 @@ def export_bundle(
         bundle = SqliteStorage.open(temporary, kind=BUNDLE_KIND, wal=False, repair=False)
         try:
             bundle.set_meta("name", name or dest.stem)
-            count = bundle.insert_all(
-                (namespace, key, value, LOCAL)
+            entries = [
+                (namespace, key, value)
                 for namespace in chosen
                 for key, value in source.scan(namespace)
-            )
+            ]
+            count = bundle.insert_all((ns, key, value, LOCAL) for ns, key, value in entries)
+            signing = signer(config.settings())
+            if signing is None:
+                warn_unsigned_once(f"bundle {dest}")
+            else:
+                bundle.write_signatures(
+                    (ns, key, signing.sign(ns, key, value)) for ns, key, value in entries
+                )
         finally:
             bundle.close()
         os.replace(temporary, dest)
@@ -84,6 +105,7 @@ def import_bundle(src: str | Path) -> ImportReport:
     if not src.is_file():
         raise StoreError(f"cannot import {src}: no such file")
     bundle = SqliteStorage.open(src, readonly=True, repair=False)
+    signing = signer(config.settings())
     counts = {"imported": 0, "skipped": 0, "failed": 0}
     try:
         _, target = ENVIRONMENTS.current()
@@ -94,6 +116,11 @@ def import_bundle(src: str | Path) -> ImportReport:
                 except DamagedValueError:
                     counts["failed"] += 1
                     continue
+                if signing is not None and not _signed(
+                    signing, bundle, summary.namespace, key, value
+                ):
+                    counts["failed"] += 1
+                    continue
                 outcome = target.insert(summary.namespace, key, value, BUNDLE)
                 if outcome is InsertOutcome.FAILED:
                     target = ENVIRONMENTS.degrade(target, target.last_failure or "write refused")
@@ -102,6 +129,65 @@ def import_bundle(src: str | Path) -> ImportReport:
     finally:
         bundle.close()
     return ImportReport(**counts)
+
+
+def load(file: str | Path) -> None:
+    """Makes the database or bundle ``file`` the active environment, served in place. With a
+    signing key, a bundle's entries are served only when their signature checks."""
+    signing = signer(config.settings())
+
+    def serve(storage: SqliteStorage) -> Any:
+        if signing is None or storage.kind != BUNDLE_KIND:
+            return storage
+        return SignedBundle(storage, signing)
+
+    ENVIRONMENTS.load(file, serve)
+
+
+class SignedBundle:
+    """A bundle served in place on a machine holding a signing key: an entry whose signature
+    does not check is refused (logged once) as if absent, and entries written into the bundle
+    are signed, so that they are served on the next run too."""
+
+    def __init__(self, storage: SqliteStorage, signing: Signer) -> None:
+        self._storage = storage
+        self._signing = signing
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._storage, name)
+
+    def get(self, namespace: str, key: bytes) -> bytes | None:
+        value = self._storage.get(namespace, key)
+        if value is None or not _signed(self._signing, self._storage, namespace, key, value):
+            return None
+        return value
+
+    def scan(self, namespace: str) -> Iterator[tuple[bytes, bytes]]:
+        for key, value in self._storage.scan(namespace):
+            if _signed(self._signing, self._storage, namespace, key, value):
+                yield key, value
+
+    def insert(
+        self, namespace: str, key: bytes, value: bytes, origin: str = LOCAL
+    ) -> InsertOutcome:
+        outcome = self._storage.insert(namespace, key, value, origin)
+        if outcome is InsertOutcome.STORED:
+            try:
+                signature = self._signing.sign(namespace, key, value)
+                self._storage.write_signatures([(namespace, key, signature)])
+            except StoreError as e:
+                log.warning("cannot sign an entry of the bundle %s: %s", self._storage.path, e)
+        return outcome
+
+
+def _signed(
+    signing: Signer, bundle: SqliteStorage, namespace: str, key: bytes, value: bytes
+) -> bool:
+    """Whether the bundle's signature of an entry checks; logs a refusal when it does not."""
+    verdict = signing.verify(namespace, key, value, bundle.signature(namespace, key))
+    if not verdict.accepted:
+        log.warning(refusal_message(verdict, f"bundle {bundle.path}", namespace, key))
+    return verdict.accepted
 
 
 _COUNTED = {

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from cubejit import config
@@ -90,13 +91,18 @@ class Environments:
         with self._lock:
             return self._root or config.settings().cache_dir.expanduser().resolve()
 
-    def load(self, file: str | Path) -> None:
+    def load(
+        self, file: str | Path, serve: Callable[[SqliteStorage], Storage] | None = None
+    ) -> None:
+        """Makes ``file`` the active environment; ``serve`` wraps the storage opened for it
+        (a bundle's signature checks)."""
         path = Path(file).expanduser().resolve()
         if not path.is_file():
             raise StoreError(f"cannot load {path}: no such file")
         with self._lock:
             if path not in self._opened:
-                self._opened[path] = SqliteStorage.open(path, repair=False)
+                opened = SqliteStorage.open(path, repair=False)
+                self._opened[path] = opened if serve is None else serve(opened)
             self._file = path
             self._switched()
 

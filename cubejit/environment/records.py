@@ -39,7 +39,12 @@ from pathlib import Path
 from typing import Any
 
 from cubejit import config
-from cubejit.compile.recording import BatchRecord, CompilationRecording, add_record_sink
+from cubejit.compile.recording import (
+    BatchRecord,
+    BatchTotals,
+    CompilationRecording,
+    add_record_sink,
+)
 from cubejit.environment.build import version
 from cubejit.environment.manager import ENVIRONMENTS
 
@@ -128,20 +133,12 @@ class SessionRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class StoredBatch:
-    """One batch of a session, as written."""
+class StoredBatch(BatchTotals):
+    """One batch of a session, as written: its totals, stamped."""
 
     session: str
     stamp: int
     """Order within the session, shared with its compilation records (which come first)."""
-    started_at: float
-    wall_s: float
-    kernels_asked: int
-    compiled: int
-    from_store: int
-    rekeyed: int
-    failed: int
-    threads: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,18 +321,7 @@ class RecordKeeper:
         rows.append(
             (
                 _INSERT_BATCH,
-                (
-                    session.id,
-                    batch_stamp,
-                    batch.started_at,
-                    batch.wall_s,
-                    batch.kernels_asked,
-                    batch.compiled,
-                    batch.from_store,
-                    batch.rekeyed,
-                    batch.failed,
-                    batch.threads,
-                ),
+                (session.id, batch_stamp, *batch.totals()),
             )
         )
         return rows
@@ -427,7 +413,7 @@ def read(kind: str, path: Path | None = None) -> list[Any]:
     if kind == "sessions":
         return [SessionRecord(*row) for row in rows]
     if kind == "batches":
-        return [StoredBatch(*row) for row in rows]
+        return [StoredBatch(*row[2:], session=row[0], stamp=row[1]) for row in rows]
     return [StoredCompilation(*row[:9], json.loads(row[9]), *row[10:]) for row in rows]
 
 

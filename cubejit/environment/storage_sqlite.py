@@ -65,6 +65,13 @@ SET_ORIGIN = "UPDATE entries SET origin = ? WHERE namespace = ? AND key = ?"
 DELETE_ENTRY = "DELETE FROM entries WHERE namespace = ? AND key = ?"
 DELETE_NAMESPACE = "DELETE FROM entries WHERE namespace = ?"
 SCAN_PAGE = "SELECT key, value FROM entries WHERE namespace = ? AND key > ? ORDER BY key LIMIT ?"
+CREATE_SIGNATURES = (
+    "CREATE TABLE IF NOT EXISTS signatures ("
+    "namespace TEXT NOT NULL, key BLOB NOT NULL, signature BLOB NOT NULL, "
+    "PRIMARY KEY (namespace, key))"
+)
+SELECT_SIGNATURE = "SELECT signature FROM signatures WHERE namespace = ? AND key = ?"
+WRITE_SIGNATURE = "INSERT OR REPLACE INTO signatures (namespace, key, signature) VALUES (?, ?, ?)"
 SUMMARIES = (
     "SELECT namespace, count(*), sum(length(value)) FROM entries "
     "GROUP BY namespace ORDER BY namespace"
@@ -200,6 +207,29 @@ class SqliteStorage:
             log.debug("cannot read %s: %s", self.path, e)
             return []
         return [NamespaceSummary(ns, count, size or 0) for ns, count, size in rows]
+
+    def signature(self, namespace: str, key: bytes) -> bytes | None:
+        """The signature kept beside an entry (bundles keep them, see
+        :mod:`~cubejit.environment.bundle`); ``None`` when there is none."""
+        try:
+            row = self._run(lambda c: c.execute(SELECT_SIGNATURE, (namespace, key)).fetchone())
+        except (sqlite3.Error, StoreError):
+            return None
+        return None if row is None else bytes(row[0])
+
+    def write_signatures(self, rows: Iterable[tuple[str, bytes, bytes]]) -> None:
+        """Keeps ``(namespace, key, signature)`` rows beside the entries, in one transaction.
+        Raises :class:`StoreError` on failure."""
+
+        def write(connection: sqlite3.Connection) -> None:
+            with _immediate(connection):
+                connection.execute(CREATE_SIGNATURES)
+                connection.executemany(WRITE_SIGNATURE, rows)
+
+        try:
+            self._run(write)
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot write {self.path}: {e}") from e
 
     def meta(self, name: str) -> str | None:
         """A value of the ``meta`` table (``schema_version``, ``kind``, ``name``)."""

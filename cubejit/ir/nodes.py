@@ -102,10 +102,39 @@ class BinaryOp(enum.Enum):
     def is_logical(self) -> bool:
         return self in (BinaryOp.AND, BinaryOp.OR)
 
+    @property
+    def symbol(self) -> str:
+        """The operator as Python spells it (``+``, ``//``, ``and``): what the printed IR and
+        the frontend's error messages show."""
+        return _SYMBOLS[self]
+
 
 _COMPARISONS = frozenset(
     (BinaryOp.EQ, BinaryOp.NE, BinaryOp.LT, BinaryOp.LE, BinaryOp.GT, BinaryOp.GE)
 )
+
+_SYMBOLS = {
+    BinaryOp.ADD: "+",
+    BinaryOp.SUB: "-",
+    BinaryOp.MUL: "*",
+    BinaryOp.DIV: "/",
+    BinaryOp.FLOORDIV: "//",
+    BinaryOp.MOD: "%",
+    BinaryOp.POW: "**",
+    BinaryOp.BITAND: "&",
+    BinaryOp.BITOR: "|",
+    BinaryOp.BITXOR: "^",
+    BinaryOp.SHL: "<<",
+    BinaryOp.SHR: ">>",
+    BinaryOp.EQ: "==",
+    BinaryOp.NE: "!=",
+    BinaryOp.LT: "<",
+    BinaryOp.LE: "<=",
+    BinaryOp.GT: ">",
+    BinaryOp.GE: ">=",
+    BinaryOp.AND: "and",
+    BinaryOp.OR: "or",
+}
 
 
 class MathFn(enum.Enum):

@@ -36,29 +36,6 @@ from cubejit.ir.nodes import (
 
 _INDENT = "    "
 
-_SYMBOLS = {
-    BinaryOp.ADD: "+",
-    BinaryOp.SUB: "-",
-    BinaryOp.MUL: "*",
-    BinaryOp.DIV: "/",
-    BinaryOp.FLOORDIV: "//",
-    BinaryOp.MOD: "%",
-    BinaryOp.POW: "**",
-    BinaryOp.BITAND: "&",
-    BinaryOp.BITOR: "|",
-    BinaryOp.BITXOR: "^",
-    BinaryOp.SHL: "<<",
-    BinaryOp.SHR: ">>",
-    BinaryOp.EQ: "==",
-    BinaryOp.NE: "!=",
-    BinaryOp.LT: "<",
-    BinaryOp.LE: "<=",
-    BinaryOp.GT: ">",
-    BinaryOp.GE: ">=",
-    BinaryOp.AND: "and",
-    BinaryOp.OR: "or",
-}
-
 # Python's precedence, loosest first; comparisons do not chain in the printed form, so a
 # comparison operand that is itself a comparison is parenthesised.
 (
@@ -108,6 +85,14 @@ def print_kernel(kernel: KernelIR) -> str:
 def print_expr(expr: Expr) -> str:
     """The text of one expression."""
     return _expr(expr)[0]
+
+
+def print_stmt(stmt: Stmt) -> str:
+    """The text of one statement, its nested blocks included, without indentation at its own
+    level and without a final newline."""
+    lines: list[str] = []
+    _stmt(stmt, 0, lines)
+    return "\n".join(lines)
 
 
 def _block(block: tuple[Stmt, ...], depth: int, lines: list[str]) -> None:
@@ -192,7 +177,7 @@ def _expr(expr: Expr) -> tuple[str, int]:
         symbol = "-" if expr.op is UnaryOp.NEG else "~"
         return f"{symbol}{_wrap(expr.operand, _UNARY)}", _UNARY
     if isinstance(expr, Binary):
-        symbol = _SYMBOLS[expr.op]
+        symbol = expr.op.symbol
         if expr.op.is_comparison:
             text = f"{_wrap(expr.lhs, _CMP + 1)} {symbol} {_wrap(expr.rhs, _CMP + 1)}"
             return text, _CMP

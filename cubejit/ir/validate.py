@@ -37,7 +37,7 @@ from cubejit.ir.nodes import (
     Var,
     While,
 )
-from cubejit.ir.printer import print_expr, print_kernel
+from cubejit.ir.printer import print_expr, print_stmt
 from cubejit.ir.types import ArrayType, Kind, Scalar, bool_, u32
 
 _ARITY = {MathFn.FMA: 3, MathFn.MIN: 2, MathFn.MAX: 2, MathFn.POW: 2}
@@ -275,5 +275,4 @@ class _Checker:
 def _brief(stmt: object) -> str:
     if not isinstance(stmt, Assign | Store | If | RangeFor | While | Break | Continue | Return):
         return repr(stmt)
-    text = print_kernel(KernelIR("_", (), (), (stmt,)))  # type: ignore[arg-type]
-    return text.splitlines()[1].strip()
+    return print_stmt(stmt).splitlines()[0]

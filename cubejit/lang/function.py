@@ -27,6 +27,7 @@ class Function:
         self.assigned = self.source.assigned
         """Names the body assigns: parameters among them get a private copy when inlined."""
         self._body: list[ast.stmt] | None = None
+        self.source.free_chains  # noqa: B018 -- found now, off the first launch's path
         functools.update_wrapper(self, fn)
 
     def body(self) -> list[ast.stmt]:

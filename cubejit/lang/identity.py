@@ -25,26 +25,15 @@ from cubejit.lang.source import PySource, is_missing
 
 def _free_names(source: PySource) -> list[tuple[str, object]]:
     """Each free name or ``module.attr`` chain of ``source`` and the object it means now."""
-    args = source.tree.args
-    own = source.assigned | {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
     found: list[tuple[str, object]] = []
-    for node in ast.walk(source.tree):
-        chain: list[str] = []
-        base: ast.expr = node  # type: ignore[assignment]
-        while isinstance(base, ast.Attribute):
-            chain.append(base.attr)
-            base = base.value
-        if not isinstance(base, ast.Name) or not isinstance(node, ast.Name | ast.Attribute):
-            continue
-        if base.id in own or not isinstance(node.ctx, ast.Load):
-            continue
-        obj = source.lookup(base.id)
-        for attr in reversed(chain):
+    for name, chain in source.free_chains:
+        obj = source.lookup(name)
+        for attr in chain:
             if not isinstance(obj, types.ModuleType):
                 break
             obj = getattr(obj, attr, None)
         if not is_missing(obj):
-            found.append((".".join([base.id, *reversed(chain)]), obj))
+            found.append((".".join((name, *chain)), obj))
     return found
 
 

@@ -142,6 +142,7 @@ class Kernel:
         }
         self._specs: dict[Any, KernelSpec] = {}
         self._digest: str | None = None
+        self.source.free_chains  # noqa: B018 -- found now, off the first launch's path
         functools.update_wrapper(self, fn)
 
     def source_digest(self) -> str:

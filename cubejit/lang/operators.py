@@ -26,29 +26,6 @@ ARITHMETIC = frozenset(
 BITWISE = frozenset((BinaryOp.BITAND, BinaryOp.BITOR, BinaryOp.BITXOR))
 SHIFTS = frozenset((BinaryOp.SHL, BinaryOp.SHR))
 
-SYMBOLS = {
-    BinaryOp.ADD: "+",
-    BinaryOp.SUB: "-",
-    BinaryOp.MUL: "*",
-    BinaryOp.DIV: "/",
-    BinaryOp.FLOORDIV: "//",
-    BinaryOp.MOD: "%",
-    BinaryOp.POW: "**",
-    BinaryOp.BITAND: "&",
-    BinaryOp.BITOR: "|",
-    BinaryOp.BITXOR: "^",
-    BinaryOp.SHL: "<<",
-    BinaryOp.SHR: ">>",
-    BinaryOp.EQ: "==",
-    BinaryOp.NE: "!=",
-    BinaryOp.LT: "<",
-    BinaryOp.LE: "<=",
-    BinaryOp.GT: ">",
-    BinaryOp.GE: ">=",
-    BinaryOp.AND: "and",
-    BinaryOp.OR: "or",
-}
-
 _PYTHON: dict[BinaryOp, Callable[[Any, Any], Any]] = {
     BinaryOp.ADD: operator.add,
     BinaryOp.SUB: operator.sub,
@@ -76,7 +53,7 @@ def _is_number(value: bool | int | float) -> bool:
 
 
 def _check_operands(op: BinaryOp, t: Scalar, rhs: Scalar, text: Spelling) -> None:
-    symbol = SYMBOLS[op]
+    symbol = op.symbol
     if op in ARITHMETIC and t.kind is Kind.BOOL:
         raise Problem(f"`{symbol}` on bools in `{text}`: cast to a number first, e.g. cj.i32(b)")
     if op is BinaryOp.DIV and not t.is_float:
@@ -95,7 +72,7 @@ def _check_operands(op: BinaryOp, t: Scalar, rhs: Scalar, text: Spelling) -> Non
 def fold_binary(op: BinaryOp, lhs: Literal, rhs: Literal, text: Spelling) -> Literal:
     """Two constants combined with Python's arithmetic."""
     a, b = lhs.value, rhs.value
-    symbol = SYMBOLS[op]
+    symbol = op.symbol
     numeric = _is_number(a) and _is_number(b)
     if (op in ARITHMETIC or op is BinaryOp.DIV) and not numeric:
         raise Problem(f"`{symbol}` on bools in `{text}`: cast to a number first")

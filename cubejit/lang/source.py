@@ -117,6 +117,28 @@ class PySource:
         """The names Python treats as locals of the function (see :func:`assigned_names`)."""
         return assigned_names(self.tree)
 
+    @functools.cached_property
+    def free_chains(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """Each free name the function reads, with the attribute chain read off it
+        (``cj.f32`` is ``("cj", ("f32",))``), in the order of the tree. Only the text decides
+        them, so a kernel finds them once, when it is decorated; what they mean is looked up
+        when its identity is computed."""
+        args = self.tree.args
+        own = self.assigned | {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+        found: list[tuple[str, tuple[str, ...]]] = []
+        for node in ast.walk(self.tree):
+            chain: list[str] = []
+            base: ast.expr = node  # type: ignore[assignment]
+            while isinstance(base, ast.Attribute):
+                chain.append(base.attr)
+                base = base.value
+            if not isinstance(base, ast.Name) or not isinstance(node, ast.Name | ast.Attribute):
+                continue
+            if base.id in own or not isinstance(node.ctx, ast.Load):
+                continue
+            found.append((base.id, tuple(reversed(chain))))
+        return tuple(found)
+
     @property
     def def_line(self) -> int:
         """The file line of the ``def`` keyword."""

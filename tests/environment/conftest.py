@@ -1,9 +1,4 @@
-"""Fixtures for the store's tests: an empty root per test, processes that use it, mounts.
-
-``cubejit`` is imported as a package; when a sibling part it imports is not there yet, only the
-package path is set up, so the environment modules (which import nothing of those parts) load.
-Child processes do the same through :data:`CHILD_PRELUDE`.
-"""
+"""Fixtures for the store's tests: an empty root per test, processes that use it, mounts."""
 
 from __future__ import annotations
 
@@ -12,36 +7,13 @@ import logging
 import os
 import subprocess
 import sys
-import types
 from collections.abc import Iterator
 from pathlib import Path
-
-try:
-    import cubejit  # noqa: F401
-except ImportError:
-    for name in [n for n in sys.modules if n == "cubejit" or n.startswith("cubejit.")]:
-        del sys.modules[name]
-    package = types.ModuleType("cubejit")
-    package.__path__ = [str(Path(__file__).resolve().parents[2] / "cubejit")]
-    sys.modules["cubejit"] = package
 
 import pytest
 
 from cubejit import config
 from cubejit.environment.manager import ENVIRONMENTS
-
-PACKAGE = Path(__file__).resolve().parents[2] / "cubejit"
-CHILD_PRELUDE = f"""
-import sys, types
-try:
-    import cubejit
-except ImportError:
-    for name in [n for n in sys.modules if n == "cubejit" or n.startswith("cubejit.")]:
-        del sys.modules[name]
-    package = types.ModuleType("cubejit")
-    package.__path__ = [{str(PACKAGE)!r}]
-    sys.modules["cubejit"] = package
-"""
 
 
 @pytest.fixture
@@ -84,7 +56,7 @@ def child_environ(root: Path, env: str = "test") -> dict[str, str]:
 def spawn(code: str, root: Path, env: str = "test", **options: object) -> subprocess.Popen[str]:
     """A Python process running ``code`` against the environment ``env`` under ``root``."""
     return subprocess.Popen(  # type: ignore[call-overload, no-any-return]
-        [sys.executable, "-c", CHILD_PRELUDE + code],
+        [sys.executable, "-c", code],
         env=child_environ(root, env),
         cwd=root.parent,
         text=True,

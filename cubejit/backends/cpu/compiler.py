@@ -90,6 +90,16 @@ class CpuLowered:
     layout: tuple[tuple[str, str, str], ...]
     """The argument layout (see :func:`cubejit.backends.cpu.layout.describe`)."""
 
+    def failed(self, what: str, log: str) -> CompilationError:
+        """The error for a C compiler run on this kernel that went wrong as ``what`` says;
+        it carries the compiler's ``log`` and the C source."""
+        return CompilationError(
+            f"kernel {self.kernel} ({self.where}): {what}",
+            kernel=self.kernel,
+            log=log,
+            source=self.source,
+        )
+
 
 class CpuCompiler:
     """Lowers kernels to C and compiles them; thread-safe, shared by every compile worker."""
@@ -141,12 +151,8 @@ class CpuCompiler:
             try:
                 library = (work / "kernel.so").read_bytes()
             except OSError:
-                raise CompilationError(
-                    f"kernel {lowered.kernel} ({lowered.where}): the C compiler {settings.cc!r} "
-                    f"wrote no shared object\n{log}",
-                    kernel=lowered.kernel,
-                    log=log,
-                    source=lowered.source,
+                raise lowered.failed(
+                    f"the C compiler {settings.cc!r} wrote no shared object\n{log}", log
                 ) from None
         return CpuArtifact(library, ENTRY, lowered.layout)
 
@@ -165,12 +171,10 @@ def _run_compiler(command: list[str], work: Path, timeout: float, lowered: CpuLo
             start_new_session=True,
         )
     except OSError as e:
-        raise CompilationError(
-            f"kernel {lowered.kernel} ({lowered.where}): cannot run the C compiler "
-            f"{command[0]!r}: {e}. Install a C compiler or point CC at one.",
-            kernel=lowered.kernel,
-            log=str(e),
-            source=lowered.source,
+        raise lowered.failed(
+            f"cannot run the C compiler {command[0]!r}: {e}. "
+            "Install a C compiler or point CC at one.",
+            str(e),
         ) from None
     try:
         output, _ = process.communicate(timeout=timeout)
@@ -181,20 +185,14 @@ def _run_compiler(command: list[str], work: Path, timeout: float, lowered: CpuLo
             pass
         output, _ = process.communicate()
         log = output.decode("utf-8", "replace")
-        raise CompilationError(
-            f"kernel {lowered.kernel} ({lowered.where}): the C compiler ran past the compile "
-            f"timeout of {timeout:g} s (CUBEJIT_COMPILE_TIMEOUT) and was killed",
-            kernel=lowered.kernel,
-            log=log,
-            source=lowered.source,
+        raise lowered.failed(
+            f"the C compiler ran past the compile timeout of {timeout:g} s "
+            "(CUBEJIT_COMPILE_TIMEOUT) and was killed",
+            log,
         ) from None
     log = output.decode("utf-8", "replace")
     if process.returncode != 0:
-        raise CompilationError(
-            f"kernel {lowered.kernel} ({lowered.where}): the C compiler failed "
-            f"(exit status {process.returncode}):\n{log}",
-            kernel=lowered.kernel,
-            log=log,
-            source=lowered.source,
+        raise lowered.failed(
+            f"the C compiler failed (exit status {process.returncode}):\n{log}", log
         )
     return log

@@ -77,7 +77,6 @@ class CudaClient:
         self.compiler = CudaCompiler(self.arch, self.limits)
         """The compiler of this client's kernels (``compiler.compilations`` counts NVRTC runs)."""
         store = ArtifactStore("cuda", fingerprint(self.limits.compute_capability))
-        build_id()  # every store key needs it: computed now, it stays off the first launch
         self.loader = KernelLoader(CudaTarget(self._context, self.compiler, store), parallelism)
         """The loader of this client's kernels."""
         self._logger = ServerLogger()

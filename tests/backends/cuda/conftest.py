@@ -1,25 +1,10 @@
-"""Fixtures for the CUDA backend's tests: the test kernels, a store in a fresh root, and a
-client on the GPU when this machine has one (tests that need it skip, saying why, otherwise).
-
-``cubejit`` is imported as a package; when a sibling part it imports is not there yet, only the
-package path is set up, so the backend's modules (which import nothing of those parts) load.
-"""
+"""Fixtures for the CUDA backend's tests: a store in a fresh root, and a client on the GPU when
+this machine has one (tests that need it skip, saying why, otherwise)."""
 
 from __future__ import annotations
 
-import sys
-import types
 from collections.abc import Iterator
 from pathlib import Path
-
-try:
-    import cubejit  # noqa: F401
-except ImportError:
-    for name in [n for n in sys.modules if n == "cubejit" or n.startswith("cubejit.")]:
-        del sys.modules[name]
-    package = types.ModuleType("cubejit")
-    package.__path__ = [str(Path(__file__).resolve().parents[3] / "cubejit")]
-    sys.modules["cubejit"] = package
 
 import pytest
 

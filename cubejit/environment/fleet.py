@@ -41,15 +41,10 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from cubejit import config
+from cubejit.environment.redis_link import Offline, RedisLink, describe, split_url
 from cubejit.environment.signing import signer
 from cubejit.environment.storage import BUNDLE, LOCAL, InsertOutcome, Storage
-from cubejit.environment.storage_redis import (
-    Offline,
-    RedisLink,
-    RedisStorage,
-    describe,
-    split_url,
-)
+from cubejit.environment.storage_redis import RedisStorage
 from cubejit.environment.store import Store
 from cubejit.errors import ConfigError
 

@@ -21,7 +21,6 @@ LOCAL = "local"
 """Origin of an entry this machine wrote."""
 BUNDLE = "bundle"
 """Origin of an entry imported from a bundle."""
-ORIGINS = (LOCAL, BUNDLE)
 
 
 class InsertOutcome(enum.Enum):

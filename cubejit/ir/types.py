@@ -48,11 +48,6 @@ class Scalar:
         return self.kind is Kind.FLOAT
 
     @property
-    def is_signed(self) -> bool:
-        """Signed integer or float."""
-        return self.kind in (Kind.INT, Kind.FLOAT)
-
-    @property
     def dtype(self) -> np.dtype:
         """The numpy dtype of a buffer of this scalar (bf16 has none: ``uint16`` storage)."""
         return np.dtype(_NUMPY[self.name])

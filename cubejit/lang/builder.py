@@ -11,12 +11,14 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from cubejit.errors import CompilationError, UnsupportedError
 from cubejit.ir.nodes import Assign, Expr, Param, Stmt, Var
 from cubejit.ir.types import Scalar
 from cubejit.lang.frame import Frame
 from cubejit.lang.source import Problem
+from cubejit.lang.unsupported import unsupported_message
 
 
 class Builder:
@@ -68,6 +70,18 @@ class Builder:
         name = self.declare(base, value.type)
         self.emit(Assign(name, value))
         return Var(name, value.type)
+
+    def apply_rule(self, kind: str, node: ast.AST) -> Any:
+        """``node`` translated by the rule for its syntax, the method ``<kind>_<node type>``
+        (``expr_BinOp``, ``stmt_If``); syntax without a rule is named as unsupported. A problem
+        found there is reported at ``node``."""
+        try:
+            method = getattr(self, f"{kind}_{type(node).__name__}", None)
+            if method is None:
+                raise Problem(unsupported_message(node), unsupported=True)
+            return method(node)
+        except Problem as problem:
+            raise self.error(node, problem) from None
 
     def error(self, node: ast.AST, problem: Problem) -> CompilationError:
         """``problem`` as the error a user sees: the place (with the chain of inlined calls

@@ -36,7 +36,7 @@ from cubejit.lang.builder import Builder
 from cubejit.lang.frame import ConstBinding, LocalBinding
 from cubejit.lang.operators import binary, unary
 from cubejit.lang.source import Problem, Spelling, is_missing
-from cubejit.lang.unsupported import kernel_sees, unsupported_message
+from cubejit.lang.unsupported import kernel_sees
 from cubejit.lang.values import (
     ArrayRef,
     Literal,
@@ -87,13 +87,7 @@ class ExpressionRules(Builder):
 
     def expr(self, node: ast.expr) -> Value:
         """``node`` translated; a problem found here is reported at ``node``."""
-        try:
-            method = getattr(self, f"expr_{type(node).__name__}", None)
-            if method is None:
-                raise Problem(unsupported_message(node), unsupported=True)
-            return method(node)
-        except Problem as problem:
-            raise self.error(node, problem) from None
+        return self.apply_rule("expr", node)
 
     def scalar(self, node: ast.expr) -> Scalarish:
         """``node`` as a number or bool."""

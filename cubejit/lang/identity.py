@@ -11,7 +11,6 @@ conservative costs only a spare compile.
 
 from __future__ import annotations
 
-import ast
 import enum
 import types
 from typing import Any

@@ -67,13 +67,7 @@ class StatementRules(LoopRules, CallRules):
 
     def stmt(self, node: ast.stmt) -> str | None:
         """Translates one statement; says whether it returned or jumped out of the block."""
-        try:
-            method = getattr(self, f"stmt_{type(node).__name__}", None)
-            if method is None:
-                raise Problem(unsupported_message(node), unsupported=True)
-            return method(node)
-        except Problem as problem:
-            raise self.error(node, problem) from None
+        return self.apply_rule("stmt", node)
 
     def stmt_Pass(self, node: ast.Pass) -> None:
         return None

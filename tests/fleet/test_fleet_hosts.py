@@ -12,15 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from cubejit.backends.cpu.target import CpuTarget
 from cubejit.environment.signing import Signer
 from cubejit.environment.storage_redis import Record
 from cubejit.environment.value import decode
-
-pytestmark = pytest.mark.skipif(
-    not hasattr(CpuTarget, "generation"),
-    reason="the CPU target does not keep its artifacts in the environment yet",
-)
 
 HOST = Path(__file__).with_name("fleet_host.py")
 SECRET = "the fleet's secret"

@@ -35,7 +35,6 @@ from cubejit.compile.id import ArtifactId
 from cubejit.compile.loader import KernelLoader
 from cubejit.compile.recording import ServerLogger
 from cubejit.environment import ArtifactStore
-from cubejit.environment.build import build_id
 from cubejit.errors import BackendUnavailableError, LaunchError
 from cubejit.ir.types import Scalar, from_dtype
 

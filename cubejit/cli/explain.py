@@ -160,8 +160,9 @@ def _is_kernel(name: Any, wanted: str) -> bool:
     return isinstance(name, str) and (name == wanted or name.endswith(f".{wanted}"))
 
 
-def _missed(kernel: str, entries: Sequence[StoredEntry]) -> StoredEntry:
-    """The entry of the kernel's latest recorded compile, else its latest stored entry."""
+def _missed(kernel: str, entries: Sequence[StoredEntry]) -> tuple[StoredEntry, float]:
+    """The entry of the kernel's latest recorded compile, else its latest stored entry, and
+    when the batch that compiled it started: what the store held then is what it missed."""
     trips = [
         c
         for c in records.read("compilations")
@@ -170,8 +171,15 @@ def _missed(kernel: str, entries: Sequence[StoredEntry]) -> StoredEntry:
     for trip in reversed(trips):
         found = [e for e in entries if e.artifact == trip.artifact]
         if found:
-            return max(found, key=lambda e: e.stored_at)
-    return max(entries, key=lambda e: e.stored_at)
+            entry = max(found, key=lambda e: e.stored_at)
+            starts = [
+                b.started_at
+                for b in records.read("batches")
+                if b.session == trip.session and b.stamp == trip.batch
+            ]
+            return entry, starts[0] if starts else entry.stored_at
+    entry = max(entries, key=lambda e: e.stored_at)
+    return entry, entry.stored_at
 
 
 def _text(value: Any) -> str:
@@ -200,8 +208,8 @@ def run(args: argparse.Namespace) -> int:
         raise CubejitError(
             f"{args.kernel!r} names several kernels: {', '.join(names)}; give the qualified name"
         )
-    missed = _missed(args.kernel, entries)
-    other = nearest(missed, [e for e in entries if e.stored_at <= missed.stored_at]) or nearest(
+    missed, asked_at = _missed(args.kernel, entries)
+    other = nearest(missed, [e for e in entries if e.stored_at < asked_at]) or nearest(
         missed, entries
     )
     name = names[0]

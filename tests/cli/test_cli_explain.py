@@ -87,3 +87,26 @@ def test_explaining_an_unknown_kernel_is_an_error(cubejit: Cubejit) -> None:
     done = cubejit("explain", "nowhere", check=False)
     assert done.returncode == 1
     assert "no stored entry of a kernel named 'nowhere'" in done.stderr
+
+
+TWO_SIZES = """
+import cubejit as cj
+
+@cj.kernel(warm=[dict(cube_dim=32), dict(cube_dim=64)])
+def shift(x: cj.Array[cj.f32]):
+    i = cj.ABSOLUTE_POS
+    if i < x.len():
+        x[i] = x[i] + {amount}
+"""
+
+
+def test_a_kernel_compiled_beside_its_siblings_is_compared_with_what_was_stored_before(
+    cubejit: Cubejit, tmp_path: Path
+) -> None:
+    module = tmp_path / "app_sizes.py"
+    for amount in ("1.0", "2.0"):
+        module.write_text(TWO_SIZES.format(amount=amount))
+        cubejit("warm", str(module))
+    explained = cubejit("explain", "shift").stdout
+    assert "it missed because its source changed" in explained
+    assert "another cube_dim" not in explained

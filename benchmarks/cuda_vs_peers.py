@@ -19,9 +19,13 @@ It measures, and prints as one table with ratios:
   ``parallelism=1``, then 32 others with ``parallelism=16``.
 - **generated code**: saxpy on 2**28 float32, bytes moved per second against a device-to-device
   copy of the same size, both timed with CUDA events on the client's stream: LANGUAGE.md's
-  saxpy (one element per unit) with 256 and 1024 units per cube, and a saxpy whose units take
-  four elements each (a quarter of the launch apart, so accesses stay coalesced), loading all
-  eight before storing: one element per unit keeps too few bytes in flight to fill HBM3e.
+  saxpy (one element per unit) with 256 and 1024 units per cube, which runs in its coarsened
+  no-alias form (four cubes per CUDA thread, all loads before any store); the same with ``out``
+  passed as ``y`` too, which takes the plain form (one unit per thread: too few bytes in flight
+  to fill HBM3e); and a saxpy written with four elements per unit (a quarter of the launch
+  apart, so accesses stay coalesced), loading all eight before storing.
+
+``--only bandwidth`` (or any sections) runs just those sections; ``--skip`` leaves some out.
 """
 
 from __future__ import annotations
@@ -362,6 +366,8 @@ def bandwidth() -> dict[str, float]:
         seconds = timed(lambda k=kernel, d=dim, c=count: k.launch(client, c, d, 2.0, x, y, out))
         assert np.allclose(client.read(out)[-1000:], 3 * host[-1000:])
         rates[name] = 12 * n / seconds
+    seconds = timed(lambda: saxpy.launch(client, n // 256, 256, 2.0, x, out, out))
+    rates["saxpy, 256 units per cube, out is y (plain form)"] = 12 * n / seconds
     copy_s = timed(lambda: driver.cuMemcpyDtoDAsync(out.ptr, x.ptr, 4 * n, stream))
     rates["device-to-device copy"] = 8 * n / copy_s
     return rates
@@ -446,6 +452,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=24, help="unrolled steps of a heavy kernel")
     sections = ("first", "launch", "compile", "bandwidth")
     parser.add_argument("--skip", nargs="*", default=(), choices=sections)
+    parser.add_argument("--only", nargs="*", default=sections, choices=sections)
     options = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="cubejit-bench-"))
     os.environ["CUBEJIT_CACHE_DIR"] = str(work / "cache-main")
@@ -457,7 +464,7 @@ def main() -> None:
     }
     rows: list[Row] = []
     for name in sections:
-        if name in options.skip:
+        if name in options.skip or name not in options.only:
             continue
         try:
             rows += makers[name]()

@@ -6,7 +6,7 @@ reads the argument block of :mod:`cubejit.backends.cpu.layout`, runs the cubes o
 thread pool (one thread for a single cube; chunks of cubes go to whichever thread is free, so a
 core busy with other work delays a launch little) and each cube's units in order z, y, x. A row of
 units along x is one counted loop over a position, its bounds guard hoisted into the loop's end
-(:mod:`cubejit.backends.cpu.unit_loop`), and libm calls have vector forms
+(:mod:`cubejit.backends.unit_loop`), and libm calls have vector forms
 (:mod:`cubejit.backends.cpu.vector_math`), so the C compiler vectorises the row. Array pointers
 carry ``__builtin_assume_aligned`` with the launch's alignment variant. cube_dim is baked in as
 constants (it is part of the kernel id); the text names neither the kernel nor its id, so equal
@@ -18,7 +18,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 from cubejit.backends.cpu.layout import COUNT_SLOTS, SLOT_BYTES, slots
-from cubejit.backends.cpu.unit_loop import plan_unit_loop
 from cubejit.backends.cpu.vector_math import vector_declarations, vector_name
 from cubejit.backends.cstyle import (
     INDENT,
@@ -27,6 +26,7 @@ from cubejit.backends.cstyle import (
     length_name,
     param_name,
 )
+from cubejit.backends.unit_loop import plan_unit_loop
 from cubejit.errors import UnsupportedError
 from cubejit.ir.nodes import KernelIR, Position
 from cubejit.ir.types import ArrayType, Scalar

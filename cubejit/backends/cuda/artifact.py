@@ -1,7 +1,8 @@
 """What the CUDA backend compiles, stores and loads: a cubin and what a launch needs of it.
 
 A stored artifact is bytes (the cubin) plus JSON-able metadata (the entry point, the
-architecture, the parameter layout), in a versioned format: a store may come from another
+architecture, the parameter layout, the coarsening of the kernel's no-alias form), in a versioned
+format: a store may come from another
 machine, so nothing here is ever unpickled, and metadata of another format is refused rather
 than guessed at.
 """
@@ -10,10 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cubejit.backends.cuda.coarsening import written_arrays
 from cubejit.ir.nodes import KernelIR
 from cubejit.ir.types import SCALARS, ArrayType, Scalar
 
-FORMAT = 1
+FORMAT = 2
 """The version of the stored metadata; a stored entry of another version is not loaded."""
 
 ENTRY_POINT = "cubejit_kernel"
@@ -34,6 +36,9 @@ class ParamSlot:
     """The scalar's type, or the array's element type."""
     is_array: bool
     """Whether the parameter is an array."""
+    written: bool = False
+    """Whether the kernel stores to it (an array): a launch checks that such an array overlaps
+    no other before it takes the no-alias variant."""
 
     def describe(self) -> str:
         """The type as the kernel language spells it."""
@@ -43,9 +48,10 @@ class ParamSlot:
 def param_slots(ir: KernelIR) -> tuple[ParamSlot, ...]:
     """The launch layout of ``ir``'s parameters, in signature order."""
     slots = []
+    written = written_arrays(ir)
     for p in ir.params:
         if isinstance(p.type, ArrayType):
-            slots.append(ParamSlot(p.name, p.type.elem, True))
+            slots.append(ParamSlot(p.name, p.type.elem, True, p.name in written))
         else:
             slots.append(ParamSlot(p.name, p.type, False))
     return tuple(slots)
@@ -63,6 +69,11 @@ class CudaArtifact:
     """The architecture the cubin was built for (``sm_90a``)."""
     params: tuple[ParamSlot, ...]
     """The parameters a launch passes, in order."""
+    coarsening: int = 1
+    """Cubes along x per CUDA block in the kernel's no-alias form (the variant
+    :data:`~cubejit.backends.cuda.coarsening.NO_ALIAS`), whichever variant this artifact is; 1
+    when that form is the plain one, so a launch need not check its arguments for overlap. A
+    no-alias artifact with more takes the user's cube count along x as a last parameter."""
 
     def metadata(self) -> dict[str, object]:
         """Everything but the cubin, as JSON-able values."""
@@ -70,7 +81,8 @@ class CudaArtifact:
             "format": FORMAT,
             "entry": self.entry,
             "arch": self.arch,
-            "params": [[s.name, s.scalar.name, s.is_array] for s in self.params],
+            "params": [[s.name, s.scalar.name, s.is_array, s.written] for s in self.params],
+            "coarsening": self.coarsening,
         }
 
     @classmethod
@@ -88,5 +100,8 @@ class CudaArtifact:
             cubin=bytes(payload),
             entry=str(meta["entry"]),
             arch=str(meta["arch"]),
-            params=tuple(ParamSlot(str(n), SCALARS[str(t)], bool(a)) for n, t, a in params),
+            params=tuple(
+                ParamSlot(str(n), SCALARS[str(t)], bool(a), bool(w)) for n, t, a, w in params
+            ),
+            coarsening=int(meta["coarsening"]),  # type: ignore[call-overload]
         )

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from cubejit.backends.cuda.buffer import LEGACY_DEFAULT_STREAM, U32_MAX, CudaBuffer, ForeignArray
+from cubejit.backends.cuda.coarsening import NO_ALIAS
 from cubejit.backends.cuda.compiler import CudaCompiler
 from cubejit.backends.cuda.driver import (
     CudaLimits,
@@ -28,7 +29,7 @@ from cubejit.backends.cuda.driver import (
     driver_module,
     open_device,
 )
-from cubejit.backends.cuda.launch import Launcher
+from cubejit.backends.cuda.launch import Launcher, arrays_apart
 from cubejit.backends.cuda.nvrtc import nvrtc_module, supported_architectures, version
 from cubejit.backends.cuda.target import CudaTarget, fingerprint
 from cubejit.compile.id import ArtifactId
@@ -92,22 +93,32 @@ class CudaClient:
         :class:`LaunchError`, with nothing run, for arguments that do not fit."""
         entry = self._launchers.get(id(spec))
         if entry is None or entry[0] is not spec:
-            launcher = self._launcher(spec)
+            launcher = self._launcher(spec, args)
         else:
             launcher = entry[1]
         launcher(cube_count, args)
 
     def prepare(self, spec: Any) -> None:
         """Queues ``spec`` for the next batch (the next first launch, or
-        :meth:`compile_queued`), so that many kernels compile at once."""
-        self.loader.enqueue(spec, None)
+        :meth:`compile_queued`), so that many kernels compile at once: in the form for launches
+        whose arrays do not overlap, the one a launch takes unless an array it writes is another
+        argument too."""
+        self.loader.enqueue(spec, NO_ALIAS)
 
     def compile_queued(self) -> None:
         """Compiles every queued kernel now, in one batch."""
         self.loader.compile_queued(self._logger)
 
-    def _launcher(self, spec: Any) -> Callable[[Any, tuple[Any, ...]], None]:
-        handle = self.loader.load(spec, ArtifactId(spec.id(), None), self._logger)
+    def _launcher(self, spec: Any, args: tuple[Any, ...]) -> Callable[[Any, tuple[Any, ...]], None]:
+        """The launch function of ``spec``, made at its first launch, with ``args``. Which
+        arrays the kernel writes is known once an artifact is loaded; until then the variant is
+        the no-alias one only if no two array arguments overlap at all."""
+        variant = NO_ALIAS if arrays_apart(spec.params, args) else None
+        handle = self.loader.load(spec, ArtifactId(spec.id(), variant), self._logger)
+
+        def load(other: Any) -> Any:
+            return self.loader.load(spec, ArtifactId(spec.id(), other), self._logger).function
+
         launch = Launcher(
             self,
             handle.function,
@@ -116,6 +127,9 @@ class CudaClient:
             spec.name,
             self._driver.cuLaunchKernel,
             self._stream,
+            coarsening=handle.coarsening,
+            variant=variant,
+            load=load,
         ).launch
         self._launchers[id(spec)] = (spec, launch)
         return launch

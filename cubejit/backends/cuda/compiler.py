@@ -16,6 +16,7 @@ from typing import Any
 
 from cubejit.backends.cuda import nvrtc
 from cubejit.backends.cuda.artifact import ENTRY_POINT, CudaArtifact, ParamSlot, param_slots
+from cubejit.backends.cuda.coarsening import FACTOR, NO_ALIAS, coarsen
 from cubejit.backends.cuda.dialect import cuda_source, needs_half_headers
 from cubejit.backends.cuda.driver import ARCHITECTURAL_LIMITS, CudaLimits
 from cubejit.compile.id import ArtifactId
@@ -34,6 +35,9 @@ class CudaLowered:
     """Whether the source includes ``cuda_fp16.h`` / ``cuda_bf16.h``."""
     kernel: str
     """The kernel's name, for messages."""
+    coarsening: int = 1
+    """Cubes along x per CUDA block in the kernel's no-alias form (see
+    :attr:`CudaArtifact.coarsening`)."""
 
 
 class CudaCompiler:
@@ -62,21 +66,32 @@ class CudaCompiler:
 
     def lower(self, kernel: Any, id: ArtifactId[Any], recording: Any, logger: Any) -> CudaLowered:
         """Validates ``kernel``'s cube_dim against the device, expands it to IR and prints
-        it as CUDA C++, telling ``recording`` both."""
-        self.limits.check_cube_dim(kernel.cube_dim, kernel.name, f"{kernel.file}:{kernel.line}")
+        it as CUDA C++ for variant ``id.variant`` (``None``, or
+        :data:`~cubejit.backends.cuda.coarsening.NO_ALIAS` for the coarsened no-alias form),
+        telling ``recording`` both."""
+        where = f"{kernel.file}:{kernel.line}"
+        if id.variant is not None and id.variant is not NO_ALIAS:
+            raise UnsupportedError(
+                f"kernel {kernel.name} ({where}): CUDA variant {id.variant!r} is neither None "
+                f"nor {NO_ALIAS!r}",
+                kernel=kernel.name,
+            )
+        self.limits.check_cube_dim(kernel.cube_dim, kernel.name, where)
         ir = kernel.define()
         recording.defined(str(ir))
         needs_half = needs_half_headers(ir)
         if needs_half and nvrtc.half_include_dir() is None:
             raise UnsupportedError(
-                f"kernel {kernel.name} ({kernel.file}:{kernel.line}) uses f16 or bf16, which "
+                f"kernel {kernel.name} ({where}) uses f16 or bf16, which "
                 f"need the CUDA headers cuda_fp16.h and cuda_bf16.h; install them with "
                 f"pip install nvidia-cuda-runtime (or a CUDA toolkit)",
                 kernel=kernel.name,
             )
-        source = cuda_source(ir)
+        coarsened = coarsen(ir, kernel.cube_dim)
+        source = cuda_source(ir, coarsened, no_alias=id.variant is NO_ALIAS)
         recording.source(source)
-        return CudaLowered(source, param_slots(ir), needs_half, kernel.name)
+        factor = 1 if coarsened is None else FACTOR
+        return CudaLowered(source, param_slots(ir), needs_half, kernel.name, factor)
 
     @staticmethod
     def source(lowered: CudaLowered) -> str:
@@ -96,4 +111,4 @@ class CudaCompiler:
             include_dirs=(folder,) if folder else (),
             kernel=lowered.kernel,
         )
-        return CudaArtifact(cubin, ENTRY_POINT, self.arch, lowered.params)
+        return CudaArtifact(cubin, ENTRY_POINT, self.arch, lowered.params, lowered.coarsening)

@@ -7,6 +7,10 @@ what differs from C — positions read from ``blockIdx``/``threadIdx``/``blockDi
 :data:`~cubejit.backends.cuda.artifact.ENTRY_POINT`. Arrays arrive as a pointer followed by
 their ``u32`` length. The text depends on the IR alone: nothing of the kernel's name or id is
 in it, so kernels that lower to the same IR share one cubin.
+
+A kernel's coarsened no-alias form (:mod:`cubejit.backends.cuda.coarsening`) has
+``__restrict__`` arrays (``const`` where the kernel never writes them), so NVRTC may move loads
+freely, and takes the user's cube count along x as a last parameter.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import struct
 
 from cubejit.backends.cstyle import Dialect, emit_body, length_name, param_name
 from cubejit.backends.cuda.artifact import ENTRY_POINT
+from cubejit.backends.cuda.coarsening import FACTOR, Coarsened, written_arrays
 from cubejit.ir import nodes as ir
 from cubejit.ir.types import ArrayType, Scalar, bf16, f16, f32, f64
 
@@ -81,6 +86,21 @@ class CudaDialect(Dialect):
 DIALECT = CudaDialect()
 
 
+class _CoarsenedDialect(CudaDialect):
+    """Positions of one unit of a coarsened thread: its cube along x and the cube count along x
+    are the user's, read from the names ``cube`` and ``count``."""
+
+    def __init__(self, cube: str, count: str) -> None:
+        self.cube = cube
+        self.count = count
+
+    def cube_axis(self, axis: int) -> str:
+        return self.cube if axis == 0 else super().cube_axis(axis)
+
+    def count_axis(self, axis: int) -> str:
+        return self.count if axis == 0 else super().count_axis(axis)
+
+
 def needs_half_headers(kernel: ir.KernelIR) -> bool:
     """Whether ``kernel`` uses f16 or bf16 anywhere, and so needs the CUDA half headers."""
     types: list[Scalar] = [
@@ -91,30 +111,67 @@ def needs_half_headers(kernel: ir.KernelIR) -> bool:
     return any(t in (f16, bf16) for t in types)
 
 
-def _signature(kernel: ir.KernelIR) -> str:
+def _signature(kernel: ir.KernelIR, restrict: bool) -> list[str]:
+    written = written_arrays(kernel)
     parts = []
     for p in kernel.params:
         if isinstance(p.type, ArrayType):
-            parts.append(f"{DIALECT.type_name(p.type.elem)}* {param_name(p.name)}")
+            elem = DIALECT.type_name(p.type.elem)
+            if restrict:
+                const = "" if p.name in written else "const "
+                parts.append(f"{const}{elem}* __restrict__ {param_name(p.name)}")
+            else:
+                parts.append(f"{elem}* {param_name(p.name)}")
             parts.append(f"unsigned int {length_name(p.name)}")
         else:
             parts.append(f"{DIALECT.type_name(p.type)} {param_name(p.name)}")
-    return ", ".join(parts)
+    return parts
 
 
-def cuda_source(kernel: ir.KernelIR) -> str:
-    """The whole CUDA C++ translation unit of ``kernel``. Raises
+def _coarsened_head(coarsened: Coarsened) -> list[str]:
+    """The declarations of the names a coarsened thread's body reads besides the kernel's."""
+    count = param_name(coarsened.count)
+    first = param_name(coarsened.cubes[0])
+    lines = [f"const unsigned int {first} = (blockIdx.x * {FACTOR}u);"]
+    lines += [
+        f"const unsigned int {param_name(cube)} = ({first} + {k}u);"
+        for k, cube in enumerate(coarsened.cubes[1:], start=1)
+    ]
+    for name, position, k in coarsened.positions:
+        unit = _CoarsenedDialect(param_name(coarsened.cubes[k]), count)
+        lines.append(f"const unsigned int {param_name(name)} = {unit.position(position)};")
+    return lines
+
+
+def cuda_source(
+    kernel: ir.KernelIR, coarsened: Coarsened | None = None, *, no_alias: bool = True
+) -> str:
+    """The whole CUDA C++ translation unit of ``kernel``. With ``coarsened`` (what
+    :func:`~cubejit.backends.cuda.coarsening.coarsen` made of it), the coarsened no-alias form,
+    or with ``no_alias`` false the plain one; either begins with a comment naming the
+    coarsening, so that a kernel's text says everything its artifact's metadata does and two
+    kernels share an artifact only where that holds. Raises
     :class:`~cubejit.errors.UnsupportedError` for what CUDA cannot express."""
-    emitted = emit_body(kernel, DIALECT)
     sections = []
+    if coarsened is not None:
+        sections.append(f"// cubejit: the no-alias form runs {FACTOR} cubes per CUDA block")
+    if coarsened is None or not no_alias:
+        emitted = emit_body(kernel, DIALECT)
+        signature = _signature(kernel, restrict=False)
+        head: list[str] = []
+    else:
+        emitted = emit_body(coarsened.kernel, DIALECT)
+        count = f"unsigned int {param_name(coarsened.count)}"
+        signature = [*_signature(kernel, restrict=True), count]
+        head = _coarsened_head(coarsened)
     if needs_half_headers(kernel):
         sections.append("#include <cuda_fp16.h>\n#include <cuda_bf16.h>")
     if emitted.helpers:
         sections.append(emitted.helpers)
-    body = "".join(f"    {line}\n" for line in emitted.lines)
+    body = "".join(f"    {line}\n" for line in (*head, *emitted.lines))
     return (
         "".join(f"{section}\n\n" for section in sections)
-        + f'extern "C" __global__ void {ENTRY_POINT}({_signature(kernel)}) {{\n'
+        + f'extern "C" __global__ void {ENTRY_POINT}({", ".join(signature)}) {{\n'
         + body
         + "}\n"
     )

@@ -9,6 +9,13 @@ function and stream handles and the pointer array as one address: measured on an
 that is the cheapest way into the driver (cheaper than ``ctypes`` with prebuilt ``c_void_p``
 handles, and half the cost of ``cuda.bindings`` packing Python argument tuples).
 
+A kernel with a coarsened no-alias form (:mod:`cubejit.backends.cuda.coarsening`) has two
+artifacts. Its launch function checks, in a few comparisons, whether an array the kernel writes
+overlaps another array argument: if none does it launches the coarsened artifact on one block
+per four cubes (loading it on first need), passing the user's cube count along x in one more slot
+that the plain artifact does not read; else the plain one. Any other kernel's launch checks
+nothing of the kind.
+
 Every check happens before the launch: a wrong argument raises
 :class:`~cubejit.errors.LaunchError` and nothing runs. The common case (this client's own
 buffers of the right type, an int cube_count) takes the fast branch of each check; anything
@@ -19,6 +26,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import itertools
 import struct
 import threading
 from collections.abc import Callable
@@ -28,8 +36,10 @@ import numpy as np
 
 from cubejit.backends.cuda.artifact import ParamSlot
 from cubejit.backends.cuda.buffer import U32_MAX, CudaBuffer, foreign_array
+from cubejit.backends.cuda.coarsening import NO_ALIAS
 from cubejit.backends.cuda.driver import error_text
 from cubejit.errors import LaunchError
+from cubejit.ir.types import ArrayType
 from cubejit.runtime.limits import dims3
 
 SLOT_BYTES = 8
@@ -56,11 +66,48 @@ def bf16_bits(value: float) -> int:
     return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
 
 
+def arrays_apart(params: tuple[Any, ...], args: tuple[Any, ...]) -> bool:
+    """Whether no two array arguments among ``args`` (for parameters ``params``, each with a
+    ``type``) share a byte. ``False`` when that cannot be told, as for arguments that do not fit,
+    which the launch then reports."""
+    if len(args) != len(params):
+        return False
+    spans = []
+    for param, arg in zip(params, args, strict=True):
+        if not isinstance(param.type, ArrayType):
+            continue
+        if isinstance(arg, CudaBuffer):
+            spans.append((arg.ptr, arg.ptr + arg.nbytes))
+            continue
+        try:
+            foreign = foreign_array(arg)
+        except (ValueError, KeyError, TypeError):
+            return False
+        if foreign is None:
+            return False
+        spans.append((foreign.ptr, foreign.ptr + foreign.n * foreign.dtype.itemsize))
+    spans.sort()
+    return all(end <= start for (_, end), (start, _) in itertools.pairwise(spans))
+
+
+def _apart_check(params: tuple[ParamSlot, ...]) -> tuple[list[str], str]:
+    """The lines computing array ends, and the condition that no written array overlaps another
+    array argument (``p`` its pointer, ``n`` its length, ``e`` its end)."""
+    arrays = [j for j, p in enumerate(params) if p.is_array]
+    written = [j for j in arrays if params[j].written]
+    pairs = [(w, a) for w in written for a in arrays if a != w and (a not in written or a > w)]
+    ends = sorted({j for pair in pairs for j in pair})
+    lines = [f"    e{j} = p{j} + n{j} * {params[j].scalar.itemsize}" for j in ends]
+    condition = " and ".join(f"(e{w} <= p{a} or e{a} <= p{w})" for w, a in pairs)
+    return lines, condition or "True"
+
+
 def _launch_source(
-    params: tuple[ParamSlot, ...], cube_dim: tuple[int, int, int], max_x: int
+    params: tuple[ParamSlot, ...], cube_dim: tuple[int, int, int], max_x: int, coarsening: int = 1
 ) -> str:
     """The text of the launch function for ``params`` and ``cube_dim`` (see
-    :meth:`Launcher._namespace` for the names it reads); ``max_x`` is the most cubes along x."""
+    :meth:`Launcher._namespace` for the names it reads); ``max_x`` is the most cubes along x,
+    ``coarsening`` the cubes per block of the kernel's no-alias form."""
     lines = ["def launch(cube_count, args):"]
     lines += [f"    if len(args) != {len(params)}:", "        raise count_error(args)"]
     names = [f"a{j}" for j in range(len(params))]
@@ -87,9 +134,26 @@ def _launch_source(
         "        gy = gz = 1",
         "    else:",
         "        gx, gy, gz = grid(cube_count)",
-        "    acquire()",
-        "    try:",
     ]
+    function, blocks = "function", "gx"
+    if coarsening > 1:
+        ends, condition = _apart_check(params)
+        lines += [
+            *ends,
+            f"    if {condition}:",
+            "        f = fast",
+            "        if f is None:",
+            "            f = load_fast()",
+            f"        bx = (gx + {coarsening - 1}) // {coarsening}",
+            "    else:",
+            "        f = plain",
+            "        if f is None:",
+            "            f = load_plain()",
+            "        bx = gx",
+        ]
+        values.append("gx")
+        function, blocks = "f", "bx"
+    lines += ["    acquire()", "    try:"]
     if values:
         lines += [
             "        try:",
@@ -100,7 +164,7 @@ def _launch_source(
     bx, by, bz = cube_dim
     lines += [
         "        status, = launch_kernel(",
-        f"            function, gx, gy, gz, {bx}, {by}, {bz}, 0, stream, pointers, 0",
+        f"            {function}, {blocks}, gy, gz, {bx}, {by}, {bz}, 0, stream, pointers, 0",
         "        )",
         "    finally:",
         "        release()",
@@ -133,12 +197,22 @@ class Launcher:
         kernel: str,
         launch_kernel: Callable[..., tuple[Any, ...]],
         stream: Any,
+        *,
+        coarsening: int = 1,
+        variant: Any = None,
+        load: Callable[[Any], Any] | None = None,
     ) -> None:
         """``function`` and ``stream`` are the handles ``launch_kernel`` (``cuLaunchKernel`` of
-        ``cuda.bindings``) takes; it is called with the pointer array's address."""
+        ``cuda.bindings``) takes; it is called with the pointer array's address.
+
+        ``coarsening`` is the cubes per block of the kernel's no-alias form; when it is above 1,
+        ``function`` is the artifact of ``variant`` (``None`` or
+        :data:`~cubejit.backends.cuda.coarsening.NO_ALIAS`) and ``load(other_variant)`` gives
+        the other's function the first time a launch needs it."""
         self._client = client
         self._params = params
         self._kernel = kernel
+        self._load = load
         fmt = "<"
         for p in params:
             if p.is_array:
@@ -146,12 +220,25 @@ class Launcher:
             else:
                 fmt += _FORMATS[p.scalar.name] + f"{SLOT_BYTES - p.scalar.itemsize}x"
         count = max(1, sum(2 if p.is_array else 1 for p in params))
+        if coarsening > 1:
+            if load is None:
+                raise ValueError("a kernel with a coarsened form needs a loader of its variants")
+            fmt += "I4x"
+            count += 1
         self._values = ctypes.create_string_buffer(SLOT_BYTES * count)
         base = ctypes.addressof(self._values)
         self._pointers = (ctypes.c_void_p * count)(*(base + SLOT_BYTES * i for i in range(count)))
         namespace = self._namespace(function, stream, launch_kernel, struct.Struct(fmt))
+        if coarsening > 1:
+            fast = variant is NO_ALIAS
+            namespace.update(
+                fast=function if fast else None,
+                plain=None if fast else function,
+                load_fast=lambda: self._load_variant(namespace, "fast", NO_ALIAS),
+                load_plain=lambda: self._load_variant(namespace, "plain", None),
+            )
         max_x = client.limits.max_cube_count[0]
-        exec(_launch_code(_launch_source(params, cube_dim, max_x)), namespace)
+        exec(_launch_code(_launch_source(params, cube_dim, max_x, coarsening)), namespace)
         self.launch: Callable[[Any, tuple[Any, ...]], None] = namespace["launch"]
         """Launches the kernel on ``cube_count`` cubes with ``args``."""
 
@@ -187,6 +274,11 @@ class Launcher:
         }
         names.update({f"s{j}": p.scalar for j, p in enumerate(self._params)})
         return names
+
+    def _load_variant(self, namespace: dict[str, Any], name: str, variant: Any) -> Any:
+        assert self._load is not None
+        function = namespace[name] = self._load(variant)
+        return function
 
     def _array(self, index: int, arg: Any) -> tuple[int, int]:
         param = self._params[index]

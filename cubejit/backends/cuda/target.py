@@ -45,6 +45,9 @@ class CudaKernelHandle:
     """The parameters a launch passes, in order."""
     module: Any
     """The ``CUmodule`` holding the function (kept so it stays loaded)."""
+    coarsening: int = 1
+    """Cubes along x per CUDA block in the kernel's no-alias form (see
+    :attr:`~cubejit.backends.cuda.artifact.CudaArtifact.coarsening`)."""
 
 
 class CudaTarget:
@@ -95,7 +98,7 @@ class CudaTarget:
             what=f"find {artifact.entry} in the cubin of {id}",
             error=CompilationError,
         )
-        return CudaKernelHandle(function, artifact.params, module)
+        return CudaKernelHandle(function, artifact.params, module, artifact.coarsening)
 
     def store(self, id: ArtifactId[Any], artifact: CudaArtifact, source: str | None) -> bool:
         ingredients = {"arch": artifact.arch}

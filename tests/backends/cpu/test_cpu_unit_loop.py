@@ -17,8 +17,8 @@ from cubejit import config
 from cubejit.backends.cpu.codegen import translation_unit
 from cubejit.backends.cpu.compiler import vectoriser_flags
 from cubejit.backends.cpu.fingerprint import compile_flags
-from cubejit.backends.cpu.unit_loop import plan_unit_loop
 from cubejit.backends.cpu.vector_math import link_libraries
+from cubejit.backends.unit_loop import plan_unit_loop
 from cubejit.ir import nodes as n
 from cubejit.ir.types import f32, u32
 

@@ -1,5 +1,6 @@
-"""The launch path without a GPU: the parameter buffer the driver reads, and every argument
-check that raises before anything runs (the driver call is replaced by one that records)."""
+"""The launch path without a GPU: the parameter buffer the driver reads, every argument check
+that raises before anything runs, and the choice between a kernel's plain and coarsened forms
+(the driver call is replaced by one that records)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ import pytest
 
 from cubejit.backends.cuda.artifact import ParamSlot
 from cubejit.backends.cuda.buffer import CudaBuffer
+from cubejit.backends.cuda.coarsening import NO_ALIAS
 from cubejit.backends.cuda.driver import ARCHITECTURAL_LIMITS
-from cubejit.backends.cuda.launch import Launcher, bf16_bits
+from cubejit.backends.cuda.launch import Launcher, arrays_apart, bf16_bits
 from cubejit.errors import LaunchError
-from cubejit.ir.types import bf16, bool_, f16, f32, f64, i32, i64, u32
+from cubejit.ir import nodes as ir
+from cubejit.ir.types import ArrayType, bf16, bool_, f16, f32, f64, i32, i64, u32
 
 
 class FakeClient:
@@ -187,3 +190,87 @@ def test_an_unfit_device_array_of_another_library_is_refused(foreign: Any, messa
     with pytest.raises(LaunchError, match=message):
         launcher(1, (1.0, foreign, out))
     assert driver.calls == []
+
+
+WRITES_OUT = (
+    ParamSlot("a", f32, False),
+    ParamSlot("x", f32, True),
+    ParamSlot("y", f32, True),
+    ParamSlot("out", f32, True, written=True),
+)
+FUNCTIONS = {None: 0xB00, NO_ALIAS: 0xC00}
+"""The plain and the coarsened artifact's functions, as a coarsened launcher is given them."""
+
+
+def make_coarsened(variant: Any) -> tuple[Launcher, Any, Any, list[Any]]:
+    client = FakeClient()
+    driver = RecordingDriver(8)
+    loads: list[Any] = []
+
+    def load(other: Any) -> int:
+        loads.append(other)
+        return FUNCTIONS[other]
+
+    launcher = Launcher(
+        client,
+        FUNCTIONS[variant],
+        WRITES_OUT,
+        (128, 1, 1),
+        "k",
+        driver,
+        0x5150,
+        coarsening=4,
+        variant=variant,
+        load=load,
+    )
+    return launcher, client, driver, loads
+
+
+def test_a_launch_whose_written_array_overlaps_nothing_runs_four_cubes_per_block() -> None:
+    launcher, client, driver, loads = make_coarsened(NO_ALIAS)
+    x = CudaBuffer(client, 0x1000, 300, f32, None)
+    y = CudaBuffer(client, 0x2000, 300, f32, None)
+    out = CudaBuffer(client, 0x1000 + 4 * 300, 300, f32, None)
+    launcher(10, (2.0, x, y, out))
+    launcher((9, 2), (2.0, x, x, out))
+    assert [call[:4] for call in driver.calls] == [(0xC00, 3, 1, 1), (0xC00, 3, 2, 1)]
+    assert [struct.unpack("<I", params[7][:4]) for params in driver.params] == [(10,), (9,)]
+    assert loads == []
+
+
+def test_a_launch_whose_written_array_overlaps_another_takes_the_plain_form() -> None:
+    launcher, client, driver, loads = make_coarsened(NO_ALIAS)
+    x = CudaBuffer(client, 0x1000, 300, f32, None)
+    y = CudaBuffer(client, 0x2000, 300, f32, None)
+    last_of_x = CudaBuffer(client, 0x1000 + 4 * 299, 1, f32, None)
+    launcher(10, (2.0, x, y, x))
+    launcher(10, (2.0, y, x, last_of_x))
+    launcher(10, (2.0, x, x, y))
+    assert [call[:2] for call in driver.calls] == [(0xB00, 10), (0xB00, 10), (0xC00, 3)]
+    assert loads == [None]
+
+
+def test_a_launcher_that_began_with_the_plain_form_loads_the_coarsened_one_when_needed() -> None:
+    launcher, client, driver, loads = make_coarsened(None)
+    x = CudaBuffer(client, 0x1000, 300, f32, None)
+    out = CudaBuffer(client, 0x2000, 300, f32, None)
+    launcher(5, (2.0, x, x, x))
+    launcher(5, (2.0, x, x, out))
+    launcher(5, (2.0, x, x, out))
+    assert [call[:2] for call in driver.calls] == [(0xB00, 5), (0xC00, 2), (0xC00, 2)]
+    assert loads == [NO_ALIAS]
+
+
+def test_arrays_are_apart_only_when_no_two_share_a_byte() -> None:
+    client = FakeClient()
+    params = (ir.Param("a", f32), ir.Param("x", ArrayType(f32)), ir.Param("y", ArrayType(f32)))
+    x = CudaBuffer(client, 0x1000, 4, f32, None)
+    after_x = CudaBuffer(client, 0x1010, 4, f32, None)
+    empty = CudaBuffer(client, 0, 0, f32, None)
+    assert arrays_apart(params, (1.0, x, after_x))
+    assert arrays_apart(params, (1.0, empty, empty))
+    assert not arrays_apart(params, (1.0, x, x))
+    assert not arrays_apart(params, (1.0, x, CudaBuffer(client, 0x100C, 4, f32, None)))
+    assert not arrays_apart(params, (1.0, x))
+    assert not arrays_apart(params, (1.0, x, "not an array"))
+    assert arrays_apart(params, (1.0, x, Foreign("<f4", (4,))))

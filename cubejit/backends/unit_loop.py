@@ -1,14 +1,15 @@
-"""How the CPU loops a row of units: which position counts the loop, and where the row may end.
+"""How a backend runs a row of units: which position counts them, and where the row may end.
 
-A cube's units along x form a row; the C backend runs a row as one counted loop whose counter is
+A cube's units along x form a row. The C backend runs a row as one counted loop whose counter is
 a position (``ABSOLUTE_POS`` or ``ABSOLUTE_POS_X``), so that the C compiler sees indexing by that
-position as affine and vectorises the loop. The launch keeps every position below ``2**32``,
-so the counter never wraps.
+position as affine and vectorises the loop; the CUDA backend runs several cubes of a row in one
+thread (:mod:`cubejit.backends.cuda.coarsening`), all of them unguarded when every one is below
+the bound. The CPU launch keeps every position below ``2**32``, so its counter never wraps.
 
 Most kernels start with a bounds guard: ``i = ABSOLUTE_POS`` then ``if i < out.len(): ...``
 (or ``if i >= n: return`` followed by the work). :func:`plan_unit_loop` recognises the guard
-when its bound is the same for every unit and moves it into the row loop's end, leaving the
-unit straight-line code. That is exact: a unit the guard stops does nothing observable, since
+when its bound is the same for every unit and hoists it out as ``bound``, leaving the unit
+straight-line code. That is exact: a unit the guard stops does nothing observable, since
 all it runs before the guard is assignments to its own locals, and expressions have no effects.
 """
 

@@ -22,9 +22,7 @@ from cubejit.errors import CubejitError
 
 """The file under the cache directory that ``cubejit env use`` writes: one line, the name."""
 
-_ENTRY_SIZES = (
-    "SELECT namespace, key, length(value), stored_at FROM entries ORDER BY stored_at, key"
-)
+_ENTRY_SIZES = "SELECT namespace, key, length(value), used_at FROM entries ORDER BY used_at, key"
 _TOTALS = "SELECT count(*), coalesce(sum(length(value)), 0) FROM entries"
 
 
@@ -52,7 +50,7 @@ def register(commands: Any) -> None:
     )
     verify.add_argument("--fix", action="store_true", help="purge the bad entries")
     prune = add(
-        "prune", "drop the least recently stored entries until the environment fits", run_prune
+        "prune", "drop the least recently used entries until the environment fits", run_prune
     )
     prune.add_argument(
         "--max-size",

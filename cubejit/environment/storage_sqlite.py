@@ -29,13 +29,17 @@ T = TypeVar("T")
 
 log = logging.getLogger("cubejit.environment")
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 BUSY_TIMEOUT_MS = 10_000
 ENVIRONMENT = "environment"
 """``meta.kind`` of a database a machine compiles into."""
 BUNDLE_KIND = "bundle"
 """``meta.kind`` of a file written by ``export_bundle``."""
 _SCAN_PAGE = 256
+TOUCH_AFTER_S = 86_400.0
+"""An entry read is marked used (for ``cubejit env prune``, which drops the least recently
+used first) when its mark is older than this: a day's precision is all pruning needs, and a
+warm store is then written at most once a day per entry."""
 _OWN_TABLES = {"meta", "entries"}
 _DAMAGE_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
 
@@ -48,18 +52,22 @@ CREATE_ENTRIES = (
     " value BLOB NOT NULL,"
     " origin TEXT NOT NULL,"
     " stored_at REAL NOT NULL,"
+    " used_at REAL NOT NULL,"
     " PRIMARY KEY (namespace, key)"
     ") WITHOUT ROWID"
 )
 WRITE_META = "INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)"
 READ_META = "SELECT value FROM meta WHERE name = ?"
-SELECT_VALUE = "SELECT value FROM entries WHERE namespace = ? AND key = ?"
+SELECT_VALUE = "SELECT value, used_at FROM entries WHERE namespace = ? AND key = ?"
+TOUCH_ENTRY = "UPDATE entries SET used_at = ? WHERE namespace = ? AND key = ?"
 SELECT_ENTRY = "SELECT value, origin FROM entries WHERE namespace = ? AND key = ?"
 INSERT_ENTRY = (
-    "INSERT INTO entries (namespace, key, value, origin, stored_at) VALUES (?, ?, ?, ?, ?)"
+    "INSERT INTO entries (namespace, key, value, origin, stored_at, used_at) "
+    "VALUES (?, ?, ?, ?, ?, ?)"
 )
 REPLACE_ENTRY = (
-    "UPDATE entries SET value = ?, origin = ?, stored_at = ? WHERE namespace = ? AND key = ?"
+    "UPDATE entries SET value = ?, origin = ?, stored_at = ?, used_at = ? "
+    "WHERE namespace = ? AND key = ?"
 )
 SET_ORIGIN = "UPDATE entries SET origin = ? WHERE namespace = ? AND key = ?"
 DELETE_ENTRY = "DELETE FROM entries WHERE namespace = ? AND key = ?"
@@ -143,7 +151,12 @@ class SqliteStorage:
         except (sqlite3.Error, StoreError) as e:
             log.debug("cannot read %s: %s", self.path, e)
             return None
-        return None if row is None else bytes(row[0])
+        if row is None:
+            return None
+        now = time.time()
+        if now - row[1] > TOUCH_AFTER_S and not self._readonly:
+            self._write(TOUCH_ENTRY, (now, namespace, key))
+        return bytes(row[0])
 
     def insert(
         self, namespace: str, key: bytes, value: bytes, origin: str = LOCAL
@@ -278,11 +291,13 @@ def _check_and_write(
 ) -> InsertOutcome:
     row = connection.execute(SELECT_ENTRY, (namespace, key)).fetchone()
     if row is None:
-        connection.execute(INSERT_ENTRY, (namespace, key, value, origin, time.time()))
+        now = time.time()
+        connection.execute(INSERT_ENTRY, (namespace, key, value, origin, now, now))
         return InsertOutcome.STORED
     outcome = accepts(bytes(row[0]), row[1], value, origin)
     if outcome is InsertOutcome.STORED:
-        connection.execute(REPLACE_ENTRY, (value, origin, time.time(), namespace, key))
+        now = time.time()
+        connection.execute(REPLACE_ENTRY, (value, origin, now, now, namespace, key))
     elif outcome is InsertOutcome.ALREADY_PRESENT and origin == LOCAL and row[1] != LOCAL:
         connection.execute(SET_ORIGIN, (LOCAL, namespace, key))
     return outcome

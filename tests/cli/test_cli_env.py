@@ -57,16 +57,23 @@ def test_verify_reports_a_damaged_entry_and_fix_purges_it(warmed: Path, tmp_path
     assert "all intact" in cubejit("env", "verify").stdout
 
 
-def test_prune_drops_the_oldest_entries_until_the_environment_fits(
+def test_prune_drops_the_least_recently_used_entries_until_the_environment_fits(
     warmed: Path, tmp_path: Path
 ) -> None:
     root = copy_root(warmed, tmp_path / "root")
     before = entries(root / "default.db")
+    recent = {key for _, key, _ in before[: len(before) // 2]}
+    with closing(sqlite3.connect(root / "default.db")) as db, db:
+        for _, key, _ in before:
+            db.execute(
+                "UPDATE entries SET used_at = ? WHERE key = ?", (2e9 if key in recent else 1.0, key)
+            )
     limit = sum(size for *_, size in before) // 2
     done = command(root, tmp_path)("env", "prune", "--max-size", str(limit))
     after = entries(root / "default.db")
     assert 0 < len(after) < len(before)
     assert sum(size for *_, size in after) <= limit
+    assert {key for _, key, _ in after} <= recent
     assert f"dropped {len(before) - len(after)} of {len(before)} entries" in done.stdout
 
 

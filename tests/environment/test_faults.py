@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import mounted_tmpfs, read_only_directory
+from store_helpers import mounted_tmpfs, read_only_directory
 
 from cubejit import config, environment
 from cubejit.compile.id import ArtifactId, KernelId

@@ -7,7 +7,7 @@ import signal
 import sqlite3
 from pathlib import Path
 
-from conftest import run, spawn
+from store_helpers import run, spawn
 
 NS = "cpu/0.1.0/fp"
 

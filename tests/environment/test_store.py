@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -77,10 +78,28 @@ def test_the_sqlite_storage_is_a_wal_database_with_a_schema_version(tmp_path: Pa
     SqliteStorage.open(tmp_path / "e.db").close()
     with sqlite3.connect(tmp_path / "e.db") as db:
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert db.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone() == ("1",)
+        assert db.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone() == ("2",)
         columns = [row[1] for row in db.execute("PRAGMA table_info(entries)")]
     assert columns[:4] == ["namespace", "key", "value", "origin"]
     assert BUSY_TIMEOUT_MS >= 5000
+
+
+def test_reading_an_entry_marks_it_used_at_most_once_a_day(tmp_path: Path) -> None:
+    storage = SqliteStorage.open(tmp_path / "e.db")
+    storage.insert(NS, b"old", b"v")
+    storage.insert(NS, b"fresh", b"v")
+
+    def used_at(key: bytes) -> float:
+        with closing(sqlite3.connect(tmp_path / "e.db")) as db:
+            return db.execute("SELECT used_at FROM entries WHERE key = ?", (key,)).fetchone()[0]
+
+    with closing(sqlite3.connect(tmp_path / "e.db")) as db, db:
+        db.execute("UPDATE entries SET used_at = used_at - 2 * 86400 WHERE key = ?", (b"old",))
+    fresh, old = used_at(b"fresh"), used_at(b"old")
+    assert storage.get(NS, b"old") == b"v" and storage.get(NS, b"fresh") == b"v"
+    assert used_at(b"old") > old + 86400
+    assert used_at(b"fresh") == fresh
+    storage.close()
 
 
 def test_threads_share_one_connection_and_one_writer_wins_each_key(tmp_path: Path) -> None:

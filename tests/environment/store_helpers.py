@@ -1,0 +1,76 @@
+"""Processes and mounts for the store's tests: children that use an environment, a tmpfs,
+a read-only directory."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+def child_environ(root: Path, env: str = "test") -> dict[str, str]:
+    """The variables of a child process using the environment ``env`` under ``root``."""
+    environ = dict(os.environ)
+    environ.update(CUBEJIT_CACHE_DIR=str(root), CUBEJIT_ENV=env, CUBEJIT_COMPILATION_CACHE="1")
+    return environ
+
+
+def spawn(code: str, root: Path, env: str = "test", **options: object) -> subprocess.Popen[str]:
+    """A Python process running ``code`` against the environment ``env`` under ``root``."""
+    return subprocess.Popen(  # type: ignore[call-overload, no-any-return]
+        [sys.executable, "-c", code],
+        env=child_environ(root, env),
+        cwd=root.parent,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        **options,
+    )
+
+
+def run(code: str, root: Path, env: str = "test") -> str:
+    """Runs ``code`` in a new process; its stdout. Fails the test if the process fails."""
+    process = spawn(code, root, env)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    return out
+
+
+@contextlib.contextmanager
+def mounted_tmpfs(where: Path, options: str) -> Iterator[Path]:
+    """A ``tmpfs`` mounted at ``where`` with ``options`` for the block; skips the test where
+    this machine does not let it mount one (not root, or no permission)."""
+    where.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip() or 'mount failed'})")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], capture_output=True, check=False)
+
+
+@contextlib.contextmanager
+def read_only_directory(where: Path) -> Iterator[Path]:
+    """A directory nothing may be created in: a read-only tmpfs as root (chmod does not stop
+    root), else a directory without write permission."""
+    if os.geteuid() == 0:
+        with mounted_tmpfs(where, "ro,size=1m") as mounted:
+            yield mounted
+        return
+    where.mkdir(parents=True, exist_ok=True)
+    where.chmod(0o555)
+    try:
+        yield where
+    finally:
+        where.chmod(0o755)

@@ -16,6 +16,9 @@ per four cubes (loading it on first need), passing the user's cube count along x
 that the plain artifact does not read; else the plain one. Any other kernel's launch checks
 nothing of the kind.
 
+A launch with the very objects of the last launch of the same kernel (a loop launching on the
+same buffers) finds the parameter buffer already filled and calls the driver at once.
+
 Every check happens before the launch: a wrong argument raises
 :class:`~cubejit.errors.LaunchError` and nothing runs. The common case (this client's own
 buffers of the right type, an int cube_count) takes the fast branch of each check; anything
@@ -29,6 +32,7 @@ import functools
 import itertools
 import struct
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -41,6 +45,15 @@ from cubejit.backends.cuda.driver import error_text
 from cubejit.errors import LaunchError
 from cubejit.ir.types import ArrayType
 from cubejit.runtime.limits import dims3
+
+_UNSEEN = object()
+"""What a launch function remembers before its first launch, and after a launch it must not
+repeat: no cube_count or argument is ever this object."""
+
+
+def _unseen() -> object:
+    return _UNSEEN
+
 
 SLOT_BYTES = 8
 """Every parameter value takes one slot this wide, so each is aligned whatever its type."""
@@ -107,12 +120,48 @@ def _launch_source(
 ) -> str:
     """The text of the launch function for ``params`` and ``cube_dim`` (see
     :meth:`Launcher._namespace` for the names it reads); ``max_x`` is the most cubes along x,
-    ``coarsening`` the cubes per block of the kernel's no-alias form."""
-    lines = ["def launch(cube_count, args):"]
-    lines += [f"    if len(args) != {len(params)}:", "        raise count_error(args)"]
-    names = [f"a{j}" for j in range(len(params))]
+    ``coarsening`` the cubes per block of the kernel's no-alias form.
+
+    A launch with the very objects of the last one (the same buffers, the same scalar objects,
+    an equal cube_count) finds the parameter buffer already holding its values and goes
+    straight to the driver: the last arrays are remembered by weak reference (a buffer is never
+    kept alive for it), and a launch with another library's arrays is never remembered, since
+    each such launch must order the client's stream after the array's producer."""
+    count = len(params)
+    memo = ["m_count", "m_function", "m_blocks", "m_gy", "m_gz"]
+    memo += [f"w{j}" if p.is_array else f"m{j}" for j, p in enumerate(params)]
+    lines = ["def launch(cube_count, args):", f"    global {', '.join(memo)}"]
+    lines += [f"    if len(args) != {count}:", "        raise count_error(args)"]
     if params:
-        lines.append(f"    {', '.join(names)}, = args")
+        lines.append(f"    {', '.join(f'a{j}' for j in range(count))}, = args")
+    same = [f"w{j}() is a{j}" if p.is_array else f"a{j} is m{j}" for j, p in enumerate(params)]
+    bx, by, bz = cube_dim
+    lines += [
+        "    acquire()",
+        "    try:",
+        "        if (cube_count is m_count or (type(cube_count) is int and cube_count == m_count))"
+        + "".join(f" and {c}" for c in same)
+        + ":",
+        "            status, = launch_kernel(",
+        f"                m_function, m_blocks, m_gy, m_gz, {bx}, {by}, {bz}, 0, stream,",
+        "                pointers, 0,",
+        "            )",
+        "        else:",
+        *(f"        {line}" for line in _first_sight(params, max_x, coarsening, cube_dim)),
+        "    finally:",
+        "        release()",
+        "    if status:",
+        "        raise launch_error(status)",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _first_sight(
+    params: tuple[ParamSlot, ...], max_x: int, coarsening: int, cube_dim: tuple[int, int, int]
+) -> list[str]:
+    """The lines of a launch whose arguments differ from the last one's: every check, the
+    packing, the driver call, and remembering the arguments."""
+    lines = ["    own = True"]
     values = []
     for j, p in enumerate(params):
         if p.is_array:
@@ -122,11 +171,13 @@ def _launch_source(
                 f"        n{j} = a{j}.n",
                 "    else:",
                 f"        p{j}, n{j} = array_arg({j}, a{j})",
+                "        own = False",
             ]
             values += [f"p{j}", f"n{j}"]
+        elif p.scalar.name == "bf16":
+            lines.append(f"    b{j} = bf16_arg(a{j})")
+            values.append(f"b{j}")
         else:
-            if p.scalar.name == "bf16":
-                lines.append(f"    a{j} = bf16_arg(a{j})")
             values.append(f"a{j}")
     lines += [
         f"    if type(cube_count) is int and 0 < cube_count <= {max_x}:",
@@ -153,25 +204,28 @@ def _launch_source(
         ]
         values.append("gx")
         function, blocks = "f", "bx"
-    lines += ["    acquire()", "    try:"]
+    lines.append("    m_count = unseen")
     if values:
         lines += [
-            "        try:",
-            f"            pack(values, 0, {', '.join(values)})",
-            "        except struct_error:",
-            "            raise scalar_error(args) from None",
+            "    try:",
+            f"        pack(values, 0, {', '.join(values)})",
+            "    except struct_error:",
+            "        raise scalar_error(args) from None",
         ]
     bx, by, bz = cube_dim
     lines += [
-        "        status, = launch_kernel(",
-        f"            {function}, {blocks}, gy, gz, {bx}, {by}, {bz}, 0, stream, pointers, 0",
-        "        )",
-        "    finally:",
-        "        release()",
-        "    if status:",
-        "        raise launch_error(status)",
+        "    status, = launch_kernel(",
+        f"        {function}, {blocks}, gy, gz, {bx}, {by}, {bz}, 0, stream, pointers, 0",
+        "    )",
+        "    if own and not status:",
+        f"        m_function, m_blocks, m_gy, m_gz = {function}, {blocks}, gy, gz",
+        *(
+            f"        w{j} = ref(a{j})" if p.is_array else f"        m{j} = a{j}"
+            for j, p in enumerate(params)
+        ),
+        "        m_count = cube_count",
     ]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 @functools.cache
@@ -273,6 +327,10 @@ class Launcher:
             "pointers": ctypes.addressof(self._pointers),
         }
         names.update({f"s{j}": p.scalar for j, p in enumerate(self._params)})
+        names.update(unseen=_UNSEEN, ref=weakref.ref, m_count=_UNSEEN, m_function=None)
+        names.update(m_blocks=0, m_gy=0, m_gz=0)
+        for j, p in enumerate(self._params):
+            names[f"w{j}" if p.is_array else f"m{j}"] = _unseen if p.is_array else _UNSEEN
         return names
 
     def _load_variant(self, namespace: dict[str, Any], name: str, variant: Any) -> Any:

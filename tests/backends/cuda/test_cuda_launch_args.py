@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import ctypes
 import struct
+import threading
+import weakref
 from typing import Any
 
 import numpy as np
@@ -274,3 +276,84 @@ def test_arrays_are_apart_only_when_no_two_share_a_byte() -> None:
     assert not arrays_apart(params, (1.0, x))
     assert not arrays_apart(params, (1.0, x, "not an array"))
     assert arrays_apart(params, (1.0, x, Foreign("<f4", (4,))))
+
+
+def unpacked(raw: list[bytes]) -> tuple[Any, ...]:
+    """The saxpy parameter values of one recorded call: a, x pointer, x length, out pointer."""
+    return (
+        struct.unpack("<f", raw[0][:4])[0],
+        struct.unpack("<Q", raw[1])[0],
+        struct.unpack("<I", raw[2][:4])[0],
+        struct.unpack("<Q", raw[3])[0],
+    )
+
+
+def test_a_launch_repeating_the_last_arguments_passes_the_same_values() -> None:
+    launcher, client, driver = make(SAXPY)
+    a = 2.5
+    x = CudaBuffer(client, 0x1000, 300, f32, None)
+    y = CudaBuffer(client, 0x5000, 100, f32, None)
+    out = CudaBuffer(client, 0x2000, 300, f32, None)
+    for args in ((a, x, out), (a, x, out), (a, y, out), (a, y, out), (a, x, out), (1.0, x, out)):
+        launcher(3, args)
+    assert [unpacked(raw) for raw in driver.params] == [
+        (2.5, 0x1000, 300, 0x2000),
+        (2.5, 0x1000, 300, 0x2000),
+        (2.5, 0x5000, 100, 0x2000),
+        (2.5, 0x5000, 100, 0x2000),
+        (2.5, 0x1000, 300, 0x2000),
+        (1.0, 0x1000, 300, 0x2000),
+    ]
+    assert [call[1] for call in driver.calls] == [3] * 6
+
+
+def test_a_launch_after_a_refused_one_packs_its_values_again() -> None:
+    launcher, client, driver = make(SAXPY)
+    x = CudaBuffer(client, 0x1000, 300, f32, None)
+    out = CudaBuffer(client, 0x2000, 300, f32, None)
+    launcher(3, (2.5, x, out))
+    with pytest.raises(LaunchError):
+        launcher(3, ("two", x, out))
+    launcher(3, (2.5, x, out))
+    assert [unpacked(raw) for raw in driver.params] == [(2.5, 0x1000, 300, 0x2000)] * 2
+
+
+def test_remembering_the_last_arguments_keeps_no_buffer_alive() -> None:
+    launcher, client, _ = make(SAXPY)
+    x = CudaBuffer(client, 0x1000, 300, f32, None)
+    out = CudaBuffer(client, 0x2000, 300, f32, None)
+    launcher(3, (2.5, x, out))
+    gone = weakref.ref(x)
+    del x
+    assert gone() is None
+
+
+def test_launches_with_another_librarys_arrays_adopt_them_every_time() -> None:
+    launcher, client, driver = make(SAXPY)
+    out = CudaBuffer(client, 0x2000, 4, f32, None)
+    foreign = Foreign("<f4", (15,))
+    for _ in range(3):
+        launcher(1, (1.0, foreign, out))
+    assert len(client.adopted) == 3
+    assert len(driver.calls) == 3
+
+
+def test_threads_launching_different_arguments_each_pass_their_own() -> None:
+    launcher, client, driver = make(SAXPY)
+    out = CudaBuffer(client, 0x2000, 300, f32, None)
+    inputs = [CudaBuffer(client, 0x10000 * (i + 1), 300, f32, None) for i in range(2)]
+    start = threading.Barrier(2)
+
+    def launch(i: int) -> None:
+        start.wait()
+        for _ in range(500):
+            launcher(3, (float(i), inputs[i], out))
+
+    threads = [threading.Thread(target=launch, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    seen = {unpacked(raw)[:2] for raw in driver.params}
+    assert seen == {(0.0, 0x10000), (1.0, 0x20000)}
+    assert len(driver.params) == 1000

@@ -80,7 +80,9 @@ class CudaClient:
         self.loader = KernelLoader(CudaTarget(self._context, self.compiler, store), parallelism)
         """The loader of this client's kernels."""
         self._logger = ServerLogger()
-        self._launchers: dict[int, tuple[Any, Callable[[Any, tuple[Any, ...]], None]]] = {}
+        self._launchers: dict[Any, Callable[[Any, tuple[Any, ...]], None]] = {}
+        """The launch function of each spec launched, by the spec itself (specs compare by
+        identity, and the kernel keeps each of them for good)."""
 
     def __repr__(self) -> str:
         return f"CudaClient(device={self.device}, {self.limits.name}, {self.arch})"
@@ -91,11 +93,9 @@ class CudaClient:
         """Runs ``spec`` on ``cube_count`` cubes with ``args``, asynchronously on the client's
         stream; loads it first (compiling the queue with it) on its first launch. Raises
         :class:`LaunchError`, with nothing run, for arguments that do not fit."""
-        entry = self._launchers.get(id(spec))
-        if entry is None or entry[0] is not spec:
+        launcher = self._launchers.get(spec)
+        if launcher is None:
             launcher = self._launcher(spec, args)
-        else:
-            launcher = entry[1]
         launcher(cube_count, args)
 
     def prepare(self, spec: Any) -> None:
@@ -131,7 +131,7 @@ class CudaClient:
             variant=variant,
             load=load,
         ).launch
-        self._launchers[id(spec)] = (spec, launch)
+        self._launchers[spec] = launch
         return launch
 
     # Memory.

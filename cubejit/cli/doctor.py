@@ -19,9 +19,7 @@ from typing import Any
 
 from cubejit import config
 from cubejit.cli.console import console, size_text, table
-
-_HEALTH_CHECK = "PRAGMA quick_check"
-_COUNT_ENTRIES = "SELECT count(*), coalesce(sum(length(value)), 0) FROM entries"
+from cubejit.errors import StoreError
 
 
 def register(commands: Any) -> None:
@@ -116,6 +114,7 @@ def _nvrtc() -> tuple[str, str]:
 
 def _environment() -> tuple[str, str]:
     from cubejit import environment
+    from cubejit.environment.storage_sqlite import SqliteStorage
 
     settings = config.settings()
     name, path = environment.active(), Path(environment.path())
@@ -125,14 +124,14 @@ def _environment() -> tuple[str, str]:
         return "ok", f"{name} at {path}: empty (created on first compile)"
     size = sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
     try:
-        uri = f"{path.resolve().as_uri()}?mode=ro"
-        with closing(sqlite3.connect(uri, uri=True, timeout=10)) as db:
-            (health,) = db.execute(_HEALTH_CHECK).fetchone()
-            entries, stored = db.execute(_COUNT_ENTRIES).fetchone()
-    except sqlite3.Error as e:
+        with closing(SqliteStorage.open(path, readonly=True, repair=False)) as storage:
+            health = storage.health()
+            summaries = storage.summaries()
+    except (StoreError, sqlite3.Error) as e:
         return "broken", f"{name} at {path} ({size_text(size)}): {e}; the next run sets it aside"
     if health != "ok":
         return "broken", f"{name} at {path} ({size_text(size)}): {health}"
+    entries, stored = sum(s.entries for s in summaries), sum(s.bytes for s in summaries)
     return "ok", (
         f"{name} at {path}: {size_text(size)} on disk, {entries} entries "
         f"({size_text(stored)}), healthy"

@@ -8,22 +8,19 @@ Every subcommand acts on the active environment (``CUBEJIT_ENV``, the configurat
 from __future__ import annotations
 
 import argparse
-import sqlite3
-from collections.abc import Iterator
-from contextlib import closing, contextmanager
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 from cubejit import config, environment
 from cubejit.cli.console import console, parse_size, size_text, table
 from cubejit.environment import Store, records
+from cubejit.environment.manager import ENVIRONMENTS
+from cubejit.environment.storage_sqlite import SqliteStorage
 from cubejit.environment.value import DamagedValueError, decode
-from cubejit.errors import CubejitError
+from cubejit.errors import CubejitError, StoreError
 
 """The file under the cache directory that ``cubejit env use`` writes: one line, the name."""
-
-_ENTRY_SIZES = "SELECT namespace, key, length(value), used_at FROM entries ORDER BY used_at, key"
-_TOTALS = "SELECT count(*), coalesce(sum(length(value)), 0) FROM entries"
 
 
 def register(commands: Any) -> None:
@@ -87,13 +84,6 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-@contextmanager
-def _reading(path: Path) -> Iterator[sqlite3.Connection]:
-    uri = f"{path.resolve().as_uri()}?mode=ro"
-    with closing(sqlite3.connect(uri, uri=True, timeout=10)) as db:
-        yield db
-
-
 def _on_disk(path: Path) -> int:
     return sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
 
@@ -101,11 +91,11 @@ def _on_disk(path: Path) -> int:
 def _totals(path: Path) -> tuple[int, int] | None:
     """Entries and their bytes in the database at ``path``; ``None`` if it cannot be read."""
     try:
-        with _reading(path) as db:
-            count, stored = db.execute(_TOTALS).fetchone()
-    except sqlite3.Error:
+        with closing(SqliteStorage.open(path, readonly=True, repair=False)) as storage:
+            summaries = storage.summaries()
+    except StoreError:
         return None
-    return int(count), int(stored)
+    return sum(s.entries for s in summaries), sum(s.bytes for s in summaries)
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -207,7 +197,7 @@ def run_clear(args: argparse.Namespace) -> int:
     summaries = environment.namespaces()
     for summary in summaries:
         Store(summary.namespace).purge()
-    _vacuum(environment.path())
+    _compact()
     entries = sum(s.entries for s in summaries)
     console().print(
         f"cleared {entries} entries ({size_text(sum(s.bytes for s in summaries))}) "
@@ -251,18 +241,20 @@ def run_prune(args: argparse.Namespace) -> int:
     if not path.exists():
         out.print(f"{environment.active()!r} is empty; nothing to prune")
         return 0
-    with _reading(path) as db:
-        entries = db.execute(_ENTRY_SIZES).fetchall()
-    total = sum(size for _, _, size, _ in entries)
+    _, storage = ENVIRONMENTS.current()
+    if not isinstance(storage, SqliteStorage):
+        raise CubejitError(f"{environment.active()!r} is not served from {path}; nothing to prune")
+    entries = storage.entries()
+    total = sum(e.size for e in entries)
     dropped, freed = 0, 0
-    for namespace, key, size, _ in entries:
+    for entry in entries:
         if total - freed <= args.max_size:
             break
-        Store(namespace).purge_key(bytes(key))
+        Store(entry.namespace).purge_key(entry.key)
         dropped += 1
-        freed += size
+        freed += entry.size
     if dropped:
-        _vacuum(path)
+        storage.compact()
     out.print(
         f"dropped {dropped} of {len(entries)} entries ({size_text(freed)}); "
         f"{environment.active()!r} holds {size_text(total - freed)} "
@@ -291,14 +283,8 @@ def run_import(args: argparse.Namespace) -> int:
     return 0 if report.failed == 0 else 1
 
 
-def _vacuum(path: Path) -> None:
-    """Gives the space of deleted entries back to the disk, when no other process is busy
-    with the file (otherwise the space is reused by later entries)."""
-    try:
-        with closing(
-            sqlite3.connect(f"{path.resolve().as_uri()}?mode=rw", uri=True, timeout=1)
-        ) as db:
-            db.execute("VACUUM")
-            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    except sqlite3.Error:
-        return
+def _compact() -> None:
+    """Gives the space of deleted entries of the active environment back to the disk."""
+    _, storage = ENVIRONMENTS.current()
+    if isinstance(storage, SqliteStorage):
+        storage.compact()

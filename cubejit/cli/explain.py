@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sqlite3
 import time
 from collections.abc import Iterable, Sequence
 from contextlib import closing
@@ -22,11 +21,10 @@ from typing import Any
 from cubejit import environment
 from cubejit.cli.console import console, table
 from cubejit.environment import records
+from cubejit.environment.artifacts import ID_PREFIX
+from cubejit.environment.storage_sqlite import SqliteStorage
 from cubejit.environment.value import DamagedValueError, decode
 from cubejit.errors import CubejitError
-
-_ID_ENTRIES = "SELECT namespace, key, value, stored_at FROM entries WHERE key >= ? AND key < ?"
-_ID_RANGE = (b"id:", b"id;")
 
 MEANINGS = {
     "source_hash": "its source changed (or that of a @cj.function it calls)",
@@ -139,13 +137,12 @@ def stored_entries(path: Path) -> list[StoredEntry]:
     """Every artifact stored in the environment at ``path``, with its ingredients."""
     if not path.is_file():
         return []
-    uri = f"{path.resolve().as_uri()}?mode=ro"
-    with closing(sqlite3.connect(uri, uri=True, timeout=10)) as db:
-        rows = db.execute(_ID_ENTRIES, _ID_RANGE).fetchall()
+    with closing(SqliteStorage.open(path, readonly=True, repair=False)) as storage:
+        rows = storage.prefixed(ID_PREFIX)
     entries = []
     for namespace, _, value, stored_at in rows:
         try:
-            header = decode(bytes(value)).header
+            header = decode(value).header
         except DamagedValueError:
             continue
         ingredients = header.get("ingredients")

@@ -19,6 +19,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -80,6 +81,14 @@ CREATE_SIGNATURES = (
 )
 SELECT_SIGNATURE = "SELECT signature FROM signatures WHERE namespace = ? AND key = ?"
 WRITE_SIGNATURE = "INSERT OR REPLACE INTO signatures (namespace, key, signature) VALUES (?, ?, ?)"
+LIST_ENTRIES = (
+    "SELECT namespace, key, length(value), stored_at, used_at FROM entries ORDER BY used_at, key"
+)
+SELECT_PREFIXED = (
+    "SELECT namespace, key, value, stored_at FROM entries WHERE key >= ? AND key < ? "
+    "ORDER BY namespace, key"
+)
+QUICK_CHECK = "PRAGMA quick_check"
 SUMMARIES = (
     "SELECT namespace, count(*), sum(length(value)) FROM entries "
     "GROUP BY namespace ORDER BY namespace"
@@ -94,6 +103,20 @@ def is_damage(error: sqlite3.Error) -> bool:
     """Whether ``error`` says the file is damaged or not a database at all."""
     code = getattr(error, "sqlite_errorcode", None)
     return code is not None and code & 0xFF in _DAMAGE_CODES
+
+
+@dataclass(frozen=True, slots=True)
+class EntryInfo:
+    """One entry as tools that manage an environment see it, without its value."""
+
+    namespace: str
+    key: bytes
+    size: int
+    """Bytes of its value."""
+    stored_at: float
+    """When it was written (``time.time()``)."""
+    used_at: float
+    """When it was last read, to a day's precision (see :data:`TOUCH_AFTER_S`)."""
 
 
 class SqliteStorage:
@@ -243,6 +266,30 @@ class SqliteStorage:
             self._run(write)
         except sqlite3.Error as e:
             raise StoreError(f"cannot write {self.path}: {e}") from e
+
+    def entries(self) -> list[EntryInfo]:
+        """Every entry, the least recently used first (for pruning)."""
+        rows = self._run(lambda c: c.execute(LIST_ENTRIES).fetchall())
+        return [EntryInfo(ns, bytes(k), size, stored, used) for ns, k, size, stored, used in rows]
+
+    def prefixed(self, prefix: bytes) -> list[tuple[str, bytes, bytes, float]]:
+        """``(namespace, key, value, stored_at)`` of every entry whose key starts with
+        ``prefix`` (a non-empty prefix whose last byte is below 255)."""
+        end = prefix[:-1] + bytes((prefix[-1] + 1,))
+        rows = self._run(lambda c: c.execute(SELECT_PREFIXED, (prefix, end)).fetchall())
+        return [(ns, bytes(k), bytes(v), float(at)) for ns, k, v, at in rows]
+
+    def health(self) -> str:
+        """SQLite's ``quick_check`` of the file: ``"ok"`` or what it found wrong."""
+        return str(self._run(lambda c: c.execute(QUICK_CHECK).fetchone())[0])
+
+    def compact(self) -> None:
+        """Gives the space of deleted entries back to the disk, when no other process is busy
+        with the file (otherwise the space is reused by later entries)."""
+        try:
+            self._run(lambda c: (c.execute("VACUUM"), c.execute("PRAGMA wal_checkpoint(TRUNCATE)")))
+        except sqlite3.Error as e:
+            log.debug("cannot compact %s: %s", self.path, e)
 
     def meta(self, name: str) -> str | None:
         """A value of the ``meta`` table (``schema_version``, ``kind``, ``name``)."""

@@ -28,8 +28,9 @@ from typing import Any
 from cubejit import config
 from cubejit.environment.manager import ENVIRONMENTS
 from cubejit.environment.signing import Signer, refusal_message, signer, warn_unsigned_once
+from cubejit.environment.sqlite_file import BUNDLE_KIND
 from cubejit.environment.storage import BUNDLE, LOCAL, InsertOutcome
-from cubejit.environment.storage_sqlite import BUNDLE_KIND, SqliteStorage
+from cubejit.environment.storage_sqlite import SqliteStorage
 from cubejit.environment.value import DamagedValueError, decode
 from cubejit.errors import StoreError
 

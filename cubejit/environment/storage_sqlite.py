@@ -1,10 +1,11 @@
 """An environment on disk: one SQLite database file shared by every process that uses it.
 
 Several processes read and write one file at once, so the database runs in WAL mode (readers
-never wait for the writer), waits up to :data:`BUSY_TIMEOUT_MS` for a lock instead of failing,
-and makes every check-and-write one ``BEGIN IMMEDIATE`` transaction: of two processes inserting
-one key, exactly one writes it. A process keeps one connection per database, shared by its
-threads under a lock.
+never wait for the writer), waits for a lock instead of failing, and makes every
+check-and-write one ``BEGIN IMMEDIATE`` transaction: of two processes inserting one key,
+exactly one writes it. A process keeps one connection per database, shared by its threads
+under a lock. Opening the file and checking its schema is
+:mod:`~cubejit.environment.sqlite_file`'s.
 
 A file that is not a database, a damaged one, or one of another schema version is renamed aside
 (``<name>.db.damaged-<time>-<pid>``) and rebuilt empty, with a WARNING: the cost is compiling
@@ -14,7 +15,6 @@ again, never a crash. A write the disk refuses is an :attr:`InsertOutcome.FAILED
 from __future__ import annotations
 
 import logging
-import os
 import sqlite3
 import threading
 import time
@@ -23,6 +23,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from cubejit.environment.sqlite_file import (
+    ENVIRONMENT,
+    READ_META,
+    WRITE_META,
+    Damaged,
+    connect,
+    immediate,
+    inode,
+    is_damage,
+    set_aside,
+)
 from cubejit.environment.storage import LOCAL, InsertOutcome, NamespaceSummary, accepts
 from cubejit.errors import StoreError
 
@@ -30,35 +41,11 @@ T = TypeVar("T")
 
 log = logging.getLogger("cubejit.environment")
 
-SCHEMA_VERSION = "2"
-BUSY_TIMEOUT_MS = 10_000
-ENVIRONMENT = "environment"
-"""``meta.kind`` of a database a machine compiles into."""
-BUNDLE_KIND = "bundle"
-"""``meta.kind`` of a file written by ``export_bundle``."""
 _SCAN_PAGE = 256
 TOUCH_AFTER_S = 86_400.0
 """An entry read is marked used (for ``cubejit env prune``, which drops the least recently
 used first) when its mark is older than this: a day's precision is all pruning needs, and a
 warm store is then written at most once a day per entry."""
-_OWN_TABLES = {"meta", "entries"}
-_DAMAGE_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
-
-SELECT_TABLES = "SELECT name FROM sqlite_master WHERE type = 'table'"
-CREATE_META = "CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)"
-CREATE_ENTRIES = (
-    "CREATE TABLE entries ("
-    " namespace TEXT NOT NULL,"
-    " key BLOB NOT NULL,"
-    " value BLOB NOT NULL,"
-    " origin TEXT NOT NULL,"
-    " stored_at REAL NOT NULL,"
-    " used_at REAL NOT NULL,"
-    " PRIMARY KEY (namespace, key)"
-    ") WITHOUT ROWID"
-)
-WRITE_META = "INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)"
-READ_META = "SELECT value FROM meta WHERE name = ?"
 SELECT_VALUE = "SELECT value, used_at FROM entries WHERE namespace = ? AND key = ?"
 TOUCH_ENTRY = "UPDATE entries SET used_at = ? WHERE namespace = ? AND key = ?"
 SELECT_ENTRY = "SELECT value, origin FROM entries WHERE namespace = ? AND key = ?"
@@ -95,16 +82,6 @@ SUMMARIES = (
 )
 
 
-class _Damaged(Exception):
-    """A file at the database's path that this cubejit cannot use as its database."""
-
-
-def is_damage(error: sqlite3.Error) -> bool:
-    """Whether ``error`` says the file is damaged or not a database at all."""
-    code = getattr(error, "sqlite_errorcode", None)
-    return code is not None and code & 0xFF in _DAMAGE_CODES
-
-
 @dataclass(frozen=True, slots=True)
 class EntryInfo:
     """One entry as tools that manage an environment see it, without its value."""
@@ -135,7 +112,7 @@ class SqliteStorage:
         self._connection = connection
         self._readonly = readonly
         self._repair = repair
-        self._inode = _inode(path)
+        self._inode = inode(path)
         self._lock = threading.RLock()
 
     @classmethod
@@ -158,13 +135,13 @@ class SqliteStorage:
             if not readonly:
                 path.parent.mkdir(parents=True, exist_ok=True)
             try:
-                connection, found = _connect(path, kind, readonly=readonly, wal=wal)
-            except _Damaged as e:
+                connection, found = connect(path, kind, readonly=readonly, wal=wal)
+            except Damaged as e:
                 if not repair or readonly:
                     raise StoreError(f"{path} is not a cubejit store: {e}") from None
                 set_aside(path, str(e))
-                connection, found = _connect(path, kind, readonly=False, wal=wal)
-        except (OSError, sqlite3.Error, _Damaged) as e:
+                connection, found = connect(path, kind, readonly=False, wal=wal)
+        except (OSError, sqlite3.Error, Damaged) as e:
             raise StoreError(str(e)) from e
         return cls(path, connection, found, readonly=readonly, repair=repair)
 
@@ -185,7 +162,7 @@ class SqliteStorage:
         self, namespace: str, key: bytes, value: bytes, origin: str = LOCAL
     ) -> InsertOutcome:
         def check_and_write(connection: sqlite3.Connection) -> InsertOutcome:
-            with _immediate(connection):
+            with immediate(connection):
                 return _check_and_write(connection, namespace, key, value, origin)
 
         try:
@@ -200,7 +177,7 @@ class SqliteStorage:
         leaving the database as it was."""
 
         def write(connection: sqlite3.Connection) -> int:
-            with _immediate(connection):
+            with immediate(connection):
                 return sum(
                     _check_and_write(connection, *entry) is InsertOutcome.STORED
                     for entry in entries
@@ -258,7 +235,7 @@ class SqliteStorage:
         Raises :class:`StoreError` on failure."""
 
         def write(connection: sqlite3.Connection) -> None:
-            with _immediate(connection):
+            with immediate(connection):
                 connection.execute(CREATE_SIGNATURES)
                 connection.executemany(WRITE_SIGNATURE, rows)
 
@@ -324,13 +301,13 @@ class SqliteStorage:
 
     def _rebuild(self, reason: str) -> None:
         self._connection.close()
-        if _inode(self.path) == self._inode:
+        if inode(self.path) == self._inode:
             set_aside(self.path, reason)
         try:
-            self._connection, self.kind = _connect(self.path, self.kind, readonly=False, wal=True)
-        except _Damaged as e:
+            self._connection, self.kind = connect(self.path, self.kind, readonly=False, wal=True)
+        except Damaged as e:
             raise StoreError(f"cannot rebuild {self.path}: {e}") from None
-        self._inode = _inode(self.path)
+        self._inode = inode(self.path)
 
 
 def _check_and_write(
@@ -348,125 +325,3 @@ def _check_and_write(
     elif outcome is InsertOutcome.ALREADY_PRESENT and origin == LOCAL and row[1] != LOCAL:
         connection.execute(SET_ORIGIN, (LOCAL, namespace, key))
     return outcome
-
-
-class _immediate:
-    """``BEGIN IMMEDIATE`` … ``COMMIT``, rolled back if anything in between raises."""
-
-    def __init__(self, connection: sqlite3.Connection) -> None:
-        self._connection = connection
-
-    def __enter__(self) -> None:
-        self._connection.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, kind: object, error: object, trace: object) -> None:
-        if kind is None:
-            self._connection.execute("COMMIT")
-        elif self._connection.in_transaction:
-            try:
-                self._connection.execute("ROLLBACK")
-            except sqlite3.Error as e:
-                log.debug("rollback failed: %s", e)
-
-
-def _connect(path: Path, kind: str, *, readonly: bool, wal: bool) -> tuple[sqlite3.Connection, str]:
-    """A connection to ``path`` with the schema checked (and created if the file is new);
-    the connection and the database's kind. Raises :class:`_Damaged` for a file that is not
-    a database of this schema."""
-    target = f"file:{path}?mode=ro" if readonly else str(path)
-    connection = sqlite3.connect(
-        target,
-        uri=readonly,
-        timeout=BUSY_TIMEOUT_MS / 1000,
-        isolation_level=None,
-        check_same_thread=False,
-    )
-    try:
-        connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        try:
-            found = _checked_schema(connection, kind, readonly=readonly, wal=wal)
-        except sqlite3.OperationalError as e:
-            if not readonly or e.sqlite_errorcode != sqlite3.SQLITE_CANTOPEN:
-                raise
-            connection.close()
-            return _connect_immutable(path, kind)
-    except sqlite3.DatabaseError as e:
-        connection.close()
-        if is_damage(e) or getattr(e, "sqlite_errorcode", None) == sqlite3.SQLITE_ERROR:
-            raise _Damaged(str(e)) from None
-        raise
-    except _Damaged:
-        connection.close()
-        raise
-    return connection, found
-
-
-def _connect_immutable(path: Path, kind: str) -> tuple[sqlite3.Connection, str]:
-    """A read-only connection to a WAL database on media nothing may write (no ``-shm`` file
-    can be made there), which SQLite opens only as immutable. Values keep their checksums, so a
-    file changed under it anyway serves nothing wrong."""
-    connection = sqlite3.connect(
-        f"file:{path}?mode=ro&immutable=1", uri=True, isolation_level=None, check_same_thread=False
-    )
-    try:
-        return connection, _checked_schema(connection, kind, readonly=True, wal=True)
-    except BaseException:
-        connection.close()
-        raise
-
-
-def _checked_schema(connection: sqlite3.Connection, kind: str, *, readonly: bool, wal: bool) -> str:
-    """Creates this module's tables in a file that has none of them (other tables, such as
-    the records', may be there already) and checks them; the database's kind."""
-    tables = {row[0] for row in connection.execute(SELECT_TABLES)}
-    if not tables & _OWN_TABLES and not readonly:
-        if wal:
-            connection.execute("PRAGMA journal_mode = WAL")
-        with _immediate(connection):
-            tables = {row[0] for row in connection.execute(SELECT_TABLES)}
-            if not tables & _OWN_TABLES:
-                connection.execute(CREATE_META)
-                connection.execute(CREATE_ENTRIES)
-                connection.execute(WRITE_META, ("schema_version", SCHEMA_VERSION))
-                connection.execute(WRITE_META, ("kind", kind))
-                tables |= _OWN_TABLES
-    if not _OWN_TABLES <= tables:
-        raise _Damaged(f"tables {sorted(tables)} are not those of a cubejit store")
-    version = connection.execute(READ_META, ("schema_version",)).fetchone()
-    if version is None or version[0] != SCHEMA_VERSION:
-        found = "none" if version is None else version[0]
-        raise _Damaged(f"schema version {found}; this cubejit uses {SCHEMA_VERSION}")
-    found_kind = connection.execute(READ_META, ("kind",)).fetchone()
-    if found_kind is None or found_kind[0] not in (ENVIRONMENT, BUNDLE_KIND):
-        raise _Damaged("no kind in its meta table")
-    if not readonly:
-        mode = "WAL" if wal else "DELETE"
-        connection.execute(f"PRAGMA journal_mode = {mode}")
-        connection.execute("PRAGMA synchronous = NORMAL" if wal else "PRAGMA synchronous = FULL")
-    return str(found_kind[0])
-
-
-def set_aside(path: Path, reason: str) -> Path:
-    """Renames a damaged database (and its WAL files) out of the way, with a WARNING; the new
-    name. Raises :class:`OSError` when the rename is refused."""
-    aside = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d%H%M%S')}-{os.getpid()}")
-    os.replace(path, aside)
-    for suffix in ("-wal", "-shm"):
-        companion = Path(f"{path}{suffix}")
-        if companion.exists():
-            os.replace(companion, Path(f"{aside}{suffix}"))
-    log.warning(
-        "cubejit: the compilation store %s cannot be used (%s); it was set aside as %s "
-        "and a new one started: its kernels compile again",
-        path,
-        reason,
-        aside,
-    )
-    return aside
-
-
-def _inode(path: Path) -> int | None:
-    try:
-        return os.stat(path).st_ino
-    except OSError:
-        return None

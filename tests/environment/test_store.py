@@ -12,9 +12,10 @@ import pytest
 
 from cubejit import config, environment
 from cubejit.environment import InsertOutcome, Store
+from cubejit.environment.sqlite_file import BUSY_TIMEOUT_MS
 from cubejit.environment.storage import BUNDLE, LOCAL, Storage
 from cubejit.environment.storage_memory import MemoryStorage
-from cubejit.environment.storage_sqlite import BUSY_TIMEOUT_MS, SqliteStorage
+from cubejit.environment.storage_sqlite import SqliteStorage
 
 NS = "cpu/0.1.0/test"
 

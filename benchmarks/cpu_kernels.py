@@ -18,26 +18,7 @@ from collections.abc import Callable
 import numpy as np
 
 import cubejit as cj
-
-
-@cj.kernel
-def saxpy(a: cj.f32, x: cj.Array[cj.f32], y: cj.Array[cj.f32], out: cj.Array[cj.f32]):
-    i = cj.ABSOLUTE_POS
-    if i < out.len():
-        out[i] = a * x[i] + y[i]
-
-
-@cj.kernel
-def chain(
-    a: cj.f32,
-    x: cj.Array[cj.f32],
-    y: cj.Array[cj.f32],
-    z: cj.Array[cj.f32],
-    out: cj.Array[cj.f32],
-):
-    i = cj.ABSOLUTE_POS
-    if i < out.len():
-        out[i] = cj.tanh(a * x[i] + y[i]) * z[i]
+from cubejit.showcase import saxpy, tanh_chain
 
 
 @cj.kernel
@@ -101,7 +82,7 @@ def main() -> None:
         saxpy.launch(client, cubes, 256, a, x, y, out)
 
     def cj_chain() -> None:
-        chain.launch(client, cubes, 256, a, x, y, z, out)
+        tanh_chain.launch(client, cubes, 256, a, x, y, z, out)
 
     cj_saxpy()
     np.testing.assert_allclose(out, a * x + y, rtol=1e-6)

@@ -167,12 +167,7 @@ def per_call_median(call: Callable[[], Any], sync: Callable[[], Any], count: int
 def launch_overheads(count: int) -> dict[str, float | str]:
     import cubejit as cj
     from cubejit.compile.id import ArtifactId
-
-    @cj.kernel
-    def saxpy(a: cj.f32, x: cj.Array[cj.f32], y: cj.Array[cj.f32], out: cj.Array[cj.f32]):
-        i = cj.ABSOLUTE_POS
-        if i < out.len():
-            out[i] = a * x[i] + y[i]
+    from cubejit.showcase import saxpy
 
     client = cj.client("cuda")
     n = N_OVERHEAD
@@ -308,12 +303,7 @@ def bandwidth() -> dict[str, float]:
     from cuda.bindings import driver
 
     import cubejit as cj
-
-    @cj.kernel
-    def saxpy(a: cj.f32, x: cj.Array[cj.f32], y: cj.Array[cj.f32], out: cj.Array[cj.f32]):
-        i = cj.ABSOLUTE_POS
-        if i < out.len():
-            out[i] = a * x[i] + y[i]
+    from cubejit.showcase import saxpy
 
     @cj.kernel
     def saxpy4(a: cj.f32, x: cj.Array[cj.f32], y: cj.Array[cj.f32], out: cj.Array[cj.f32]):

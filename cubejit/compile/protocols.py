@@ -62,7 +62,11 @@ class ArtifactCompiler(Protocol[Lowered, Artifact]):
 
 class CompilationTarget(Protocol[Artifact, Loaded]):
     """The half of a backend's compilation that runs only on the thread owning the device:
-    the compilation store and the loads."""
+    the compilation store and the loads.
+
+    A target whose store is shared by several hosts may also have ``abandon(id)``: after a
+    batch, the loader calls it for each kernel of the batch that ended without being stored (it
+    failed), so that a host waiting for that kernel compiles it itself."""
 
     def compiler(self) -> ArtifactCompiler[Any, Artifact]:
         """The half that may run on any thread."""

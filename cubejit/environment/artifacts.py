@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from cubejit.compile.id import ArtifactId, stable_digest
@@ -97,6 +98,11 @@ class ArtifactStore:
         """The active environment's generation: it changes with every switch, and what was
         loaded from the store before must then be loaded again."""
         return ENVIRONMENTS.generation()
+
+    def on_switch(self, callback: Callable[[], None]) -> None:
+        """Calls the bound method ``callback`` whenever :meth:`generation` changes, while its
+        object lives (see :meth:`~cubejit.environment.manager.Environments.watch`)."""
+        ENVIRONMENTS.watch(callback)
 
     def key(self, id: ArtifactId[Any]) -> bytes:
         """The by-artifact key of ``id`` under this process's build id."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 
@@ -55,14 +56,15 @@ class Environments:
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
+        self._watchers: list[weakref.WeakMethod[Callable[[], None]]] = []
+        self._generation = -1
         self._forget()
 
     def _forget(self) -> None:
         self._name: str | None = None
         self._root: Path | None = None
         self._file: Path | None = None
-        # Monotonic even across a reset: loaders compare it with what they saw before.
-        self._generation = getattr(self, "_generation", -1) + 1
+        self._bump()
         self._bound: Path | None = None
         self._opened: dict[Path, Storage] = {}
         self._degraded: set[Path] = set()
@@ -152,8 +154,27 @@ class Environments:
                 storage.close()
             self._forget()
 
-    def _switched(self) -> None:
+    def watch(self, callback: Callable[[], None]) -> None:
+        """Calls the bound method ``callback`` whenever the generation changes, for as long as
+        its object lives: for caches on a launch's path, which cannot afford to read the
+        generation at every launch. A switch through the settings is seen (and told) at the
+        next use of the store."""
+        with self._lock:
+            self._watchers.append(weakref.WeakMethod(callback))  # type: ignore[arg-type]
+
+    def _bump(self) -> None:
+        """A new generation, monotonic even across a reset (loaders compare it with what they
+        saw before), told to every watcher still alive."""
         self._generation += 1
+        alive = [w for w in self._watchers if w() is not None]
+        self._watchers = alive
+        for watcher in alive:
+            callback = watcher()
+            if callback is not None:
+                callback()
+
+    def _switched(self) -> None:
+        self._bump()
         self._bound = None
         self._settings_seen = None
 
@@ -165,7 +186,7 @@ class Environments:
         wanted = self._wanted
         if wanted != self._bound:
             if self._bound is not None:
-                self._generation += 1
+                self._bump()
             self._bound = wanted
         storage = self._opened.get(wanted)
         if storage is None:

@@ -65,6 +65,32 @@ def test_every_switch_bumps_the_generation(root: Path, tmp_path: Path) -> None:
     assert seen == sorted(set(seen))
 
 
+class Cache:
+    """Something a launch path keeps that a switch must drop."""
+
+    def __init__(self) -> None:
+        self.dropped = 0
+
+    def drop(self) -> None:
+        self.dropped += 1
+
+
+def test_a_watcher_is_told_of_every_switch_while_it_lives(root: Path, tmp_path: Path) -> None:
+    ArtifactStore("cpu", "fp").persists()
+    cache = Cache()
+    ArtifactStore("cpu", "fp").on_switch(cache.drop)
+    environment.activate("other")
+    environment.set_root(tmp_path / "elsewhere")
+    ArtifactStore("cpu", "fp").persists()
+    assert cache.dropped == 2
+    config.override(compilation_cache=False)
+    ArtifactStore("cpu", "fp").persists()
+    assert cache.dropped == 3
+    del cache
+    environment.activate("fourth")
+    assert all(w() is not None for w in ENVIRONMENTS._watchers)
+
+
 def test_a_change_of_settings_is_a_switch(root: Path) -> None:
     before = environment.generation()
     config.override(env="changed")

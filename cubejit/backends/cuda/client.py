@@ -82,7 +82,10 @@ class CudaClient:
         self._logger = ServerLogger()
         self._launchers: dict[Any, Callable[[Any, tuple[Any, ...]], None]] = {}
         """The launch function of each spec launched, by the spec itself (specs compare by
-        identity, and the kernel keeps each of them for good)."""
+        identity, and the kernel keeps each of them for good). A switch of environment drops
+        them, as the loader drops what it loaded, so that each kernel loads again from (or is
+        stored into) the new one; the store tells the switch, so a launch reads nothing more."""
+        store.on_switch(self._forget_launchers)
 
     def __repr__(self) -> str:
         return f"CudaClient(device={self.device}, {self.limits.name}, {self.arch})"
@@ -97,6 +100,9 @@ class CudaClient:
         if launcher is None:
             launcher = self._launcher(spec, args)
         launcher(cube_count, args)
+
+    def _forget_launchers(self) -> None:
+        self._launchers = {}
 
     def prepare(self, spec: Any) -> None:
         """Queues ``spec`` for the next batch (the next first launch, or

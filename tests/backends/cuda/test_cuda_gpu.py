@@ -20,6 +20,7 @@ from cuda_kernels import (
     positions_kernel,
 )
 
+from cubejit import environment
 from cubejit.backends.cuda.client import CudaClient
 from cubejit.compile.recording import recent_records
 from cubejit.errors import LaunchError, ValidationError
@@ -116,6 +117,24 @@ def test_a_second_client_takes_its_kernels_from_the_store(gpu: CudaClient) -> No
     np.testing.assert_array_equal(other.read(out), x + np.float32(100))
     assert other.compiler.compilations == 0
     assert recent_records()[-1].from_store == 1
+
+
+def test_an_environment_switch_loads_a_launched_kernel_again_from_the_new_store(
+    gpu: CudaClient,
+) -> None:
+    spec = offset_kernel(300)
+    x = np.random.default_rng(4).standard_normal(300).astype(np.float32)
+    out = gpu.empty(300, f32)
+    gpu.launch(spec, 2, (gpu.to_device(x), out))
+    before = gpu.compiler.compilations
+    environment.activate("cuda-tests-switched")
+    try:
+        gpu.launch(spec, 2, (gpu.to_device(x), out))
+        np.testing.assert_array_equal(gpu.read(out), x + np.float32(300))
+        assert gpu.compiler.compilations == before + 1
+        assert recent_records()[-1].compiled == 1
+    finally:
+        environment.activate("cuda-tests")
 
 
 def test_a_buffer_of_another_client_is_refused_before_anything_runs(gpu: CudaClient) -> None:

@@ -8,6 +8,7 @@ builds; a pass over the IR must leave it valid, and tests may validate after eve
 from __future__ import annotations
 
 import keyword
+from typing import NoReturn, assert_never
 
 from cubejit.errors import ValidationError
 from cubejit.ir.nodes import (
@@ -38,6 +39,7 @@ from cubejit.ir.nodes import (
     While,
 )
 from cubejit.ir.printer import print_expr, print_stmt
+from cubejit.ir.traversal import is_expr, is_stmt
 from cubejit.ir.types import ArrayType, Kind, Scalar, bool_, u32
 
 _ARITY = {MathFn.FMA: 3, MathFn.MIN: 2, MathFn.MAX: 2, MathFn.POW: 2}
@@ -64,7 +66,7 @@ def validate(kernel: KernelIR) -> None:
         ) from None
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     raise _Invalid(message)
 
 
@@ -130,6 +132,8 @@ class _Checker:
         return self.scalars[name]
 
     def stmt(self, stmt: Stmt, loops: int) -> None:
+        if not is_stmt(stmt):
+            _fail(f"{stmt!r} is not a statement")
         if isinstance(stmt, Assign):
             declared = self.target(stmt.name)
             self.expect(stmt.value, declared, f"the value assigned to {stmt.name}")
@@ -157,7 +161,7 @@ class _Checker:
             if loops == 0:
                 _fail(f"{type(stmt).__name__.lower()} outside a loop")
         elif not isinstance(stmt, Return):
-            _fail(f"{stmt!r} is not a statement")
+            assert_never(stmt)
 
     def array(self, name: str) -> ArrayType:
         if name not in self.arrays:
@@ -175,6 +179,8 @@ class _Checker:
 
     def expr(self, expr: Expr) -> Scalar:
         """Checks ``expr`` and its operands; returns its type."""
+        if not is_expr(expr):
+            _fail(f"{expr!r} is not an expression")
         t = getattr(expr, "type", None)
         if not isinstance(t, Scalar):
             _fail(f"expression {expr!r} has type {t!r}, not a scalar")
@@ -209,7 +215,7 @@ class _Checker:
             self.expect(expr.if_true, t, "a select's first value")
             self.expect(expr.if_false, t, "a select's second value")
         else:
-            _fail(f"{expr!r} is not an expression")
+            assert_never(expr)
         return t
 
     def const(self, const: Const) -> None:
@@ -273,6 +279,6 @@ class _Checker:
 
 
 def _brief(stmt: object) -> str:
-    if not isinstance(stmt, Assign | Store | If | RangeFor | While | Break | Continue | Return):
+    if not is_stmt(stmt):
         return repr(stmt)
     return print_stmt(stmt).splitlines()[0]

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cubejit.ir.nodes import Const, Expr, Load, sub_exprs
+from cubejit.ir.nodes import Const, Expr, Load
+from cubejit.ir.traversal import operands
 from cubejit.ir.types import ArrayType, Kind, Scalar, bool_, f32, i32
 from cubejit.lang.source import Problem, Spelling
 
@@ -141,4 +142,4 @@ def contains_load(expr: Expr) -> bool:
     """Whether evaluating ``expr`` reads an array (so its value may change when code runs)."""
     if isinstance(expr, Load):
         return True
-    return any(contains_load(e) for e in sub_exprs(expr))
+    return any(contains_load(e) for e in operands(expr))

@@ -331,6 +331,5 @@ def _check_capabilities(
         done = own_traits(stmt, values)
         if done.synchronises is not None and done.synchronises not in capabilities.barriers:
             _fail(
-                f"it has no barrier across a {done.synchronises.name.lower()}"
-                f"\n  in: {_brief(stmt)}"
+                f"it has no barrier across a {done.synchronises.name.lower()}\n  in: {_brief(stmt)}"
             )

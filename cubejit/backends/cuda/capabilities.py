@@ -23,4 +23,3 @@ def cuda_capabilities(limits: CudaLimits) -> Capabilities:
         line_widths=frozenset((1, 2, 4, 8)),
         max_line_bytes=16,
     )
-

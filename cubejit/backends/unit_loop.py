@@ -130,7 +130,7 @@ def _inline(e: ir.Expr, known: dict[str, ir.Expr | None]) -> ir.Expr:
         return replace(e, operand=_inline(e.operand, known))
     if isinstance(e, ir.Binary):
         return replace(e, lhs=_inline(e.lhs, known), rhs=_inline(e.rhs, known))
-    if isinstance(e, ir.Cast):
+    if isinstance(e, ir.Cast | ir.Bitcast):
         return replace(e, value=_inline(e.value, known))
     if isinstance(e, ir.Math):
         return replace(e, args=tuple(_inline(a, known) for a in e.args))

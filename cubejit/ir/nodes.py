@@ -139,7 +139,9 @@ _SYMBOLS = {
 
 class MathFn(enum.Enum):
     """A math function; operands and result share one type (floats, except ABS/MIN/MAX which
-    also take integers). ``FMA(a, b, c)`` is ``a * b + c`` rounded once."""
+    also take integers). ``FMA(a, b, c)`` is ``a * b + c`` rounded once. ``MIN`` and ``MAX``
+    of floats ignore a NaN operand (C's ``fmin``/``fmax``: NaN only when both are NaN);
+    ``ROUND`` rounds half to even (Python's ``round``, numpy's ``rint``)."""
 
     SQRT = "sqrt"
     EXP = "exp"
@@ -156,6 +158,20 @@ class MathFn(enum.Enum):
     MAX = "max"
     POW = "pow"
     FMA = "fma"
+    ATAN2 = "atan2"
+    ASIN = "asin"
+    ACOS = "acos"
+    ATAN = "atan"
+    SINH = "sinh"
+    COSH = "cosh"
+    ASINH = "asinh"
+    ACOSH = "acosh"
+    ATANH = "atanh"
+    ROUND = "round"
+    TRUNC = "trunc"
+    EXP2 = "exp2"
+    LOG2 = "log2"
+    HYPOT = "hypot"
 
 
 # Expressions. Every expression has ``type``, the scalar it evaluates to; none has an effect.
@@ -229,6 +245,14 @@ class Cast:
 
 
 @dataclass(frozen=True, slots=True)
+class Bitcast:
+    """The bits of ``value`` read as ``type``, a scalar of the same width (never bool)."""
+
+    value: Expr
+    type: Scalar
+
+
+@dataclass(frozen=True, slots=True)
 class Math:
     fn: MathFn
     args: tuple[Expr, ...]
@@ -245,7 +269,7 @@ class Select:
     type: Scalar
 
 
-Expr = Const | Var | PositionOf | Length | Load | Unary | Binary | Cast | Math | Select
+Expr = Const | Var | PositionOf | Length | Load | Unary | Binary | Cast | Bitcast | Math | Select
 
 
 # Statements.
@@ -384,7 +408,7 @@ def sub_exprs(expr: Expr) -> tuple[Expr, ...]:
         return (expr.operand,)
     if isinstance(expr, Binary):
         return (expr.lhs, expr.rhs)
-    if isinstance(expr, Cast):
+    if isinstance(expr, Cast | Bitcast):
         return (expr.value,)
     if isinstance(expr, Math):
         return expr.args

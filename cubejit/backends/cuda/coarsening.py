@@ -235,7 +235,7 @@ class _Rewrite:
             return replace(e, operand=self.expr(e.operand))
         if isinstance(e, ir.Binary):
             return replace(e, lhs=self.expr(e.lhs), rhs=self.expr(e.rhs))
-        if isinstance(e, ir.Cast):
+        if isinstance(e, ir.Cast | ir.Bitcast):
             return replace(e, value=self.expr(e.value))
         if isinstance(e, ir.Math):
             return replace(e, args=tuple(self.expr(a) for a in e.args))

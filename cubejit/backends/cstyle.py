@@ -17,11 +17,14 @@ alone, never on the kernel's name, so two kernels that lower to the same IR shar
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import assert_never
 
 from cubejit.backends.cstyle_helpers import helper_definitions
 from cubejit.errors import UnsupportedError
 from cubejit.ir import nodes as ir
+from cubejit.ir.traversal import walk_exprs
 from cubejit.ir.types import Kind, Scalar, f32, f64, i64, round_float, u32, u64
 from cubejit.ir.types import bool_ as bool_t
 
@@ -82,7 +85,6 @@ _FLOAT_MATH = {
 _WRAPPING = frozenset((ir.BinaryOp.ADD, ir.BinaryOp.SUB, ir.BinaryOp.MUL))
 """Integer operators C computes in ``int`` (small types) or may not wrap (signed): computed
 in an unsigned type and converted back, so every integer type wraps, as numpy's do."""
-_AXES = ("x", "y", "z")
 
 
 def param_name(name: str) -> str:
@@ -102,7 +104,7 @@ def local_name(name: str) -> str:
 
 def position_name(which: ir.Position) -> str:
     """The C name the body reads position ``which`` from (see :attr:`Emitted.positions`)."""
-    return f"pos_{which.value.lower()}"
+    return f"pos_{which.name.lower()}"
 
 
 class Dialect:
@@ -144,30 +146,35 @@ class Dialect:
 
     def position(self, which: ir.Position) -> str:
         """An expression (``u32``) for position ``which``."""
-        name = which.value
-        axis = _AXES.index(name[-1].lower()) if name[-2] == "_" else None
-        base = name[:-2] if axis is not None else name
-        if base == "ABSOLUTE_POS":
+        kind, axis = which.kind, which.axis
+        if kind is ir.PositionKind.ABSOLUTE_POS:
             if axis is not None:
                 cube, dim = self.cube_axis(axis), self.dim_axis(axis)
                 return f"(({cube} * {dim}) + {self.unit_axis(axis)})"
             width = [f"({self.count_axis(a)} * {self.dim_axis(a)})" for a in range(2)]
-            x, y, z = (self.position(ir.Position[f"ABSOLUTE_POS_{a.upper()}"]) for a in _AXES)
+            x, y, z = (self.position(ir.Position.of(kind, a)) for a in ir.Axis)
             return f"({x} + ({y} * {width[0]}) + ({z} * {width[0]} * {width[1]}))"
-        primitive = {
-            "UNIT_POS": (self.unit_axis, self.dim_axis),
-            "CUBE_POS": (self.cube_axis, self.count_axis),
-            "CUBE_DIM": (self.dim_axis, None),
-            "CUBE_COUNT": (self.count_axis, None),
-        }[base]
-        value, extent = primitive
+        if kind is ir.PositionKind.UNIT_POS:
+            return self._flat(axis, self.unit_axis, self.dim_axis)
+        if kind is ir.PositionKind.CUBE_POS:
+            return self._flat(axis, self.cube_axis, self.count_axis)
+        if kind is ir.PositionKind.CUBE_DIM:
+            return self._product(axis, self.dim_axis)
+        if kind is ir.PositionKind.CUBE_COUNT:
+            return self._product(axis, self.count_axis)
+        assert_never(kind)
+
+    @staticmethod
+    def _flat(axis: int | None, value: Callable[[int], str], extent: Callable[[int], str]) -> str:
         if axis is not None:
             return value(axis)
-        if extent is None:
-            return f"({value(0)} * {value(1)} * {value(2)})"
         return (
             f"({value(0)} + ({value(1)} * {extent(0)}) + ({value(2)} * {extent(0)} * {extent(1)}))"
         )
+
+    @staticmethod
+    def _product(axis: int | None, value: Callable[[int], str]) -> str:
+        return value(axis) if axis is not None else f"({value(0)} * {value(1)} * {value(2)})"
 
     def libm(self, base: str, t: Scalar) -> str:
         """The C math function ``base`` (``"sqrt"``) for ``t``, an ``f32`` or ``f64``."""
@@ -251,7 +258,7 @@ class _Walker:
         self.lines: list[str] = []
 
     def emit(self, values: tuple[ir.Expr, ...]) -> Emitted:
-        used = {e.which for e in ir.walk_exprs(self.kernel.body) if isinstance(e, ir.PositionOf)}
+        used = {e.which for e in walk_exprs(self.kernel.body) if isinstance(e, ir.PositionOf)}
         positions = tuple(p for p in ir.Position if p in used)
         head = [
             f"const {self.d.type_name(u32)} {position_name(p)} = {self.d.position(p)};"
@@ -292,7 +299,7 @@ class _Walker:
         elif isinstance(s, ir.Return):
             self.line(depth, "return;")
         else:
-            raise UnsupportedError(f"no C form for statement {type(s).__name__}")
+            assert_never(s)
 
     def if_chain(self, s: ir.If, depth: int, keyword: str) -> None:
         self.line(depth, f"{keyword} ({self.expr(s.cond)}) {{")
@@ -377,7 +384,7 @@ class _Walker:
         if isinstance(e, ir.Select):
             cond, yes, no = (self.expr(x) for x in (e.cond, e.if_true, e.if_false))
             return f"({cond} ? {yes} : {no})"
-        raise UnsupportedError(f"no C form for expression {type(e).__name__}")
+        assert_never(e)
 
     def unary(self, e: ir.Unary) -> str:
         operand = self.expr(e.operand)

@@ -8,6 +8,8 @@ text depends on nothing but the IR, so one kernel prints the same in every proce
 
 from __future__ import annotations
 
+from typing import assert_never
+
 from cubejit.ir.nodes import (
     Assign,
     Binary,
@@ -134,7 +136,7 @@ def _stmt(stmt: Stmt, depth: int, lines: list[str]) -> None:
     elif isinstance(stmt, Return):
         lines.append(f"{pad}return")
     else:
-        lines.append(f"{pad}<not a statement: {stmt!r}>")
+        assert_never(stmt)
 
 
 def _const(const: Const) -> tuple[str, int]:
@@ -157,7 +159,7 @@ def _expr(expr: Expr) -> tuple[str, int]:
     if isinstance(expr, Var):
         return expr.name, _ATOM
     if isinstance(expr, PositionOf):
-        return expr.which.value, _ATOM
+        return expr.which.name, _ATOM
     if isinstance(expr, Length):
         return f"{expr.array}.len()", _ATOM
     if isinstance(expr, Load):
@@ -189,4 +191,4 @@ def _expr(expr: Expr) -> tuple[str, int]:
             return f"{_wrap(expr.lhs, _POW + 1)} ** {_wrap(expr.rhs, _UNARY)}", _POW
         text = f"{_wrap(expr.lhs, precedence)} {symbol} {_wrap(expr.rhs, precedence + 1)}"
         return text, precedence
-    return f"<not an expression: {expr!r}>", _ATOM
+    assert_never(expr)

@@ -23,12 +23,14 @@ from typing import Any
 
 from cubejit import config
 from cubejit.backends.cpu.artifact import CpuArtifact
+from cubejit.backends.cpu.capabilities import cpu_capabilities
 from cubejit.backends.cpu.codegen import ENTRY, translation_unit
 from cubejit.backends.cpu.fingerprint import compile_flags
 from cubejit.backends.cpu.layout import describe
 from cubejit.backends.cpu.vector_math import link_libraries
 from cubejit.compile.id import ArtifactId
 from cubejit.errors import CompilationError, ValidationError
+from cubejit.ir.validate import validate_for
 from cubejit.runtime.limits import DeviceLimits
 
 CPU_LIMITS = DeviceLimits(
@@ -106,6 +108,7 @@ class CpuCompiler:
 
     def __init__(self, limits: DeviceLimits = CPU_LIMITS) -> None:
         self.limits = limits
+        self.capabilities = cpu_capabilities(limits)
 
     def lower(self, kernel: Any, id: ArtifactId[int], recording: Any, logger: Any) -> CpuLowered:
         """Validates ``kernel.cube_dim`` against the CPU's limits (ValidationError, before any
@@ -120,6 +123,7 @@ class CpuCompiler:
                 kernel=kernel.name,
             )
         kernel_ir = kernel.define()
+        validate_for(kernel_ir, self.capabilities, cube_dim)  # type: ignore[arg-type]
         recording.defined(str(kernel_ir))
         source = translation_unit(kernel_ir, cube_dim, id.variant)  # type: ignore[arg-type]
         recording.source(source)

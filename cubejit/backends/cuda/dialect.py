@@ -22,6 +22,7 @@ from cubejit.backends.cstyle import Dialect, emit_body, length_name, param_name
 from cubejit.backends.cuda.artifact import ENTRY_POINT
 from cubejit.backends.cuda.coarsening import FACTOR, Coarsened, written_arrays
 from cubejit.ir import nodes as ir
+from cubejit.ir.traversal import walk_exprs
 from cubejit.ir.types import SCALARS, ArrayType, Scalar, bf16, f16, f32, f64
 
 _AXES = ("x", "y", "z")
@@ -86,7 +87,6 @@ class CudaDialect(Dialect):
             return f"(({self.type_name(target)})({code}))"
         return super().cast(code, source, target)
 
-
     def bitcast(self, code: str, source: Scalar, target: Scalar) -> str | None:
         """Through the unsigned integer of the width, with CUDA's reinterpreting intrinsics."""
         if source.is_int and target.is_int:
@@ -138,7 +138,7 @@ def needs_half_headers(kernel: ir.KernelIR) -> bool:
         p.type.elem if isinstance(p.type, ArrayType) else p.type for p in kernel.params
     ]
     types += [local.type for local in kernel.locals]
-    types += [e.type for e in ir.walk_exprs(kernel.body)]
+    types += [e.type for e in walk_exprs(kernel.body)]
     return any(t in (f16, bf16) for t in types)
 
 

@@ -25,7 +25,7 @@ from cubejit.backends.cstyle_helpers import helper_definitions
 from cubejit.errors import UnsupportedError
 from cubejit.ir import nodes as ir
 from cubejit.ir.traversal import walk_exprs
-from cubejit.ir.types import Kind, Scalar, f32, f64, i64, u32
+from cubejit.ir.types import Kind, Scalar, f32, f64, i64, round_float, u32, u64
 from cubejit.ir.types import bool_ as bool_t
 
 INDENT = "    "
@@ -67,7 +67,24 @@ _FLOAT_MATH = {
     ir.MathFn.MAX: "fmax",
     ir.MathFn.POW: "pow",
     ir.MathFn.FMA: "fma",
+    ir.MathFn.ATAN2: "atan2",
+    ir.MathFn.ASIN: "asin",
+    ir.MathFn.ACOS: "acos",
+    ir.MathFn.ATAN: "atan",
+    ir.MathFn.SINH: "sinh",
+    ir.MathFn.COSH: "cosh",
+    ir.MathFn.ASINH: "asinh",
+    ir.MathFn.ACOSH: "acosh",
+    ir.MathFn.ATANH: "atanh",
+    ir.MathFn.ROUND: "rint",
+    ir.MathFn.TRUNC: "trunc",
+    ir.MathFn.EXP2: "exp2",
+    ir.MathFn.LOG2: "log2",
+    ir.MathFn.HYPOT: "hypot",
 }
+_WRAPPING = frozenset((ir.BinaryOp.ADD, ir.BinaryOp.SUB, ir.BinaryOp.MUL))
+"""Integer operators C computes in ``int`` (small types) or may not wrap (signed): computed
+in an unsigned type and converted back, so every integer type wraps, as numpy's do."""
 
 
 def param_name(name: str) -> str:
@@ -102,7 +119,7 @@ class Dialect:
     """Spelling of each supported scalar, by IR name; a scalar missing here is unsupported."""
     helper_qualifier: str = "static inline"
     """What precedes each helper function of the prelude."""
-    narrowed: frozenset[str] = frozenset({"f16", "bf16"})
+    narrowed: frozenset[str] = frozenset({"f16", "bf16", "i8", "i16", "u8", "u16"})
     """Scalars whose arithmetic C computes in a wider type: results are cast back."""
 
     def type_name(self, t: Scalar) -> str:
@@ -168,6 +185,10 @@ class Dialect:
         return t if t in (f32, f64) else f32
 
     def float_literal(self, value: float, t: Scalar) -> str:
+        """``value`` as a literal of ``t``, rounded once from the exact value to ``t`` (a
+        half type's literal is written as the ``float`` it rounds to, which is exact)."""
+        if t not in (f32, f64):
+            value = round_float(value, t)
         if math.isnan(value):
             text = "NAN"
         elif math.isinf(value):
@@ -192,6 +213,13 @@ class Dialect:
         if target == bool_t:
             return f"(({code}) != 0)"
         return f"(({self.type_name(target)})({code}))"
+
+    def bitcast(self, code: str, source: Scalar, target: Scalar) -> str | None:
+        """The bits of ``code`` read as ``target`` (same width), or None where the walker should
+        call its ``memcpy`` helper. Between integers it is the conversion, which keeps bits."""
+        if source.is_int and target.is_int:
+            return self.cast(code, source, target)
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,7 +371,14 @@ class _Walker:
         if isinstance(e, ir.Binary):
             return self.binary(e)
         if isinstance(e, ir.Cast):
-            return self.d.cast(self.expr(e.value), e.value.type, e.type)
+            source = e.value.type
+            if source.is_float and e.type.is_int:
+                return self.call(f"to_{e.type.name}", source, [self.expr(e.value)])
+            return self.d.cast(self.expr(e.value), source, e.type)
+        if isinstance(e, ir.Bitcast):
+            code = self.expr(e.value)
+            direct = self.d.bitcast(code, e.value.type, e.type)
+            return direct or self.call(f"bitcast_{e.type.name}", e.value.type, [code])
         if isinstance(e, ir.Math):
             return self.math(e)
         if isinstance(e, ir.Select):
@@ -355,8 +390,30 @@ class _Walker:
         operand = self.expr(e.operand)
         if e.op is ir.UnaryOp.NOT:
             return f"(!{operand})"
+        if e.op is ir.UnaryOp.NEG and e.type.is_int:
+            return self.wrapping("-", self.literal(ir.Const(0, e.type)), operand, e.type)
         symbol = "-" if e.op is ir.UnaryOp.NEG else "~"
         return self.narrow(f"({symbol}{operand})", e.type)
+
+    def wrapping(self, symbol: str, lhs: str, rhs: str, t: Scalar) -> str:
+        """``lhs symbol rhs`` on integers of ``t``, wrapping (see ``_WRAPPING``)."""
+        if t.kind is Kind.UINT and t.bits >= 32:
+            return f"({lhs} {symbol} {rhs})"
+        wide = self.d.type_name(u64 if t.bits == 64 else u32)
+        return f"(({self.d.type_name(t)})(({wide}){lhs} {symbol} ({wide}){rhs}))"
+
+    def shift(self, e: ir.Binary, lhs: str, rhs: str) -> str:
+        """A shift with numpy's meaning for every count: a constant count below the width is
+        C's operator (on the unsigned type for a left shift, which may not overflow), any
+        other count goes through the helper (0, or -1 for a negative shifted right)."""
+        t = e.type
+        count = e.rhs
+        if isinstance(count, ir.Const) and 0 <= int(count.value) < t.bits:
+            if e.op is ir.BinaryOp.SHR:
+                return self.narrow(f"({lhs} >> {rhs})", t)
+            return self.wrapping("<<", lhs, rhs, t)
+        helper = "shl" if e.op is ir.BinaryOp.SHL else "shr"
+        return self.call(helper, t, [lhs, self.d.cast(rhs, count.type, u64)])
 
     def binary(self, e: ir.Binary) -> str:
         lhs, rhs = self.expr(e.lhs), self.expr(e.rhs)
@@ -370,6 +427,10 @@ class _Walker:
             if t.is_float:
                 return self.float_math("pow", t, [lhs, rhs])
             return self.call("pow", t, [lhs, self.d.cast(rhs, e.rhs.type, i64)])
+        if op in (ir.BinaryOp.SHL, ir.BinaryOp.SHR):
+            return self.shift(e, lhs, rhs)
+        if op in _WRAPPING and t.is_int:
+            return self.wrapping(_ARITH[op], lhs, rhs, t)
         return self.narrow(f"({lhs} {_ARITH[op]} {rhs})", t)
 
     def float_math(self, base: str, t: Scalar, args: list[str]) -> str:

@@ -12,7 +12,9 @@ Semantics a backend must keep (they are the language's, see LANGUAGE.md):
 - ``FLOORDIV`` and ``MOD`` on signed integers and floats round towards negative infinity, as
   Python and numpy do; on unsigned integers they are C's ``/`` and ``%``.
 - ``DIV`` is true division and only ever appears on floats.
-- Unsigned arithmetic wraps; ``SHR`` on a signed integer is arithmetic.
+- Integer arithmetic wraps, signed too; ``SHR`` on a signed integer is arithmetic; a shift by
+  the width or more (or a negative count) gives 0, or -1 for a negative shifted right.
+- A float converted to an integer (``Cast``) truncates and saturates, NaN giving 0.
 - ``AND`` and ``OR`` take bools and short-circuit.
 - ``Return`` ends the current unit only.
 - ``RangeFor`` evaluates ``stop`` and ``step`` once, before the first iteration, and runs while
@@ -176,7 +178,9 @@ _SYMBOLS = {
 
 class MathFn(enum.Enum):
     """A math function; operands and result share one type (floats, except ABS/MIN/MAX which
-    also take integers). ``FMA(a, b, c)`` is ``a * b + c`` rounded once."""
+    also take integers). ``FMA(a, b, c)`` is ``a * b + c`` rounded once. ``MIN`` and ``MAX``
+    of floats ignore a NaN operand (C's ``fmin``/``fmax``: NaN only when both are NaN);
+    ``ROUND`` rounds half to even (Python's ``round``, numpy's ``rint``)."""
 
     SQRT = "sqrt"
     EXP = "exp"
@@ -193,6 +197,20 @@ class MathFn(enum.Enum):
     MAX = "max"
     POW = "pow"
     FMA = "fma"
+    ATAN2 = "atan2"
+    ASIN = "asin"
+    ACOS = "acos"
+    ATAN = "atan"
+    SINH = "sinh"
+    COSH = "cosh"
+    ASINH = "asinh"
+    ACOSH = "acosh"
+    ATANH = "atanh"
+    ROUND = "round"
+    TRUNC = "trunc"
+    EXP2 = "exp2"
+    LOG2 = "log2"
+    HYPOT = "hypot"
 
 
 # Expressions. Every expression has ``type``, the scalar it evaluates to; none has an effect.
@@ -266,6 +284,14 @@ class Cast:
 
 
 @dataclass(frozen=True, slots=True)
+class Bitcast:
+    """The bits of ``value`` read as ``type``, a scalar of the same width (never bool)."""
+
+    value: Expr
+    type: Scalar
+
+
+@dataclass(frozen=True, slots=True)
 class Math:
     fn: MathFn
     args: tuple[Expr, ...]
@@ -282,7 +308,7 @@ class Select:
     type: Scalar
 
 
-Expr = Const | Var | PositionOf | Length | Load | Unary | Binary | Cast | Math | Select
+Expr = Const | Var | PositionOf | Length | Load | Unary | Binary | Cast | Bitcast | Math | Select
 
 
 # Statements.

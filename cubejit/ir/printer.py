@@ -14,6 +14,7 @@ from cubejit.ir.nodes import (
     Assign,
     Binary,
     BinaryOp,
+    Bitcast,
     Break,
     Cast,
     Const,
@@ -165,6 +166,8 @@ def _expr(expr: Expr) -> tuple[str, int]:
         return f"{expr.array}[{print_expr(expr.index)}]", _ATOM
     if isinstance(expr, Cast):
         return f"{expr.type.name}({print_expr(expr.value)})", _ATOM
+    if isinstance(expr, Bitcast):
+        return f"bitcast[{expr.type.name}]({print_expr(expr.value)})", _ATOM
     if isinstance(expr, Math):
         return f"{expr.fn.value}({', '.join(print_expr(a) for a in expr.args)})", _ATOM
     if isinstance(expr, Select):

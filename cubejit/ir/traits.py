@@ -119,7 +119,7 @@ def _own_reads(e: ir.Expr, values: Mapping[str, Value]) -> tuple[Access, ...]:
         return (_access(values, e.array),)
     if isinstance(e, ir.Const | ir.Var | ir.PositionOf | ir.Length):
         return ()
-    if isinstance(e, ir.Unary | ir.Binary | ir.Cast | ir.Math | ir.Select):
+    if isinstance(e, ir.Unary | ir.Binary | ir.Cast | ir.Bitcast | ir.Math | ir.Select):
         return ()
     assert_never(e)
 

@@ -76,7 +76,7 @@ class Uniformity:
             if self.promise_loads:
                 return Uniform.LAUNCH
             return Uniform.UNIT if e.array in self.written else self.of(e.index)
-        if isinstance(e, ir.Unary | ir.Binary | ir.Cast | ir.Math | ir.Select):
+        if isinstance(e, ir.Unary | ir.Binary | ir.Cast | ir.Bitcast | ir.Math | ir.Select):
             return max((self.of(sub) for sub in operands(e)), default=Uniform.LAUNCH)
         assert_never(e)
 

@@ -19,6 +19,7 @@ from cubejit.ir.nodes import (
     Assign,
     Binary,
     BinaryOp,
+    Bitcast,
     Break,
     Cast,
     Const,
@@ -48,7 +49,14 @@ from cubejit.ir.traversal import is_expr, is_stmt, walk_stmts
 from cubejit.ir.types import ArrayType, Kind, Scalar, bool_, u32
 from cubejit.ir.values import declared
 
-_ARITY = {MathFn.FMA: 3, MathFn.MIN: 2, MathFn.MAX: 2, MathFn.POW: 2}
+_ARITY = {
+    MathFn.FMA: 3,
+    MathFn.MIN: 2,
+    MathFn.MAX: 2,
+    MathFn.POW: 2,
+    MathFn.ATAN2: 2,
+    MathFn.HYPOT: 2,
+}
 _INT_MATH = frozenset((MathFn.ABS, MathFn.MIN, MathFn.MAX))
 _NUMERIC_OPS = frozenset(
     (BinaryOp.ADD, BinaryOp.SUB, BinaryOp.MUL, BinaryOp.FLOORDIV, BinaryOp.MOD)
@@ -214,6 +222,10 @@ class _Checker:
             self.binary(expr)
         elif isinstance(expr, Cast):
             self.expr(expr.value)
+        elif isinstance(expr, Bitcast):
+            source = self.expr(expr.value)
+            if source.bits != t.bits or bool_ in (source, t):
+                _fail(f"a bitcast from {source} to {t} changes the width or involves bool")
         elif isinstance(expr, Math):
             self.math(expr)
         elif isinstance(expr, Select):

@@ -30,6 +30,7 @@ SAMPLES: dict[type, tuple[n.Stmt, ...]] = {
     n.Unary: _assign("flag", n.Unary(n.UnaryOp.NOT, FLAG, bool_)),
     n.Binary: _assign("s", n.Binary(n.BinaryOp.MUL, n.Var("a", f32), X_I, f32)),
     n.Cast: _assign("k", n.Cast(S, i32)),
+    n.Bitcast: _assign("k", n.Bitcast(S, i32)),
     n.Math: _assign("s", n.Math(n.MathFn.SQRT, (X_I,), f32)),
     n.Select: _assign("s", n.Select(FLAG, S, X_I, f32)),
     n.Assign: _assign("k", n.Const(3, i32)),

@@ -19,6 +19,10 @@ COUNT_SLOTS = 3
 
 _SCALAR_FORMATS = {
     "bool": "?7x",
+    "i8": "b7x",
+    "i16": "h6x",
+    "u8": "B7x",
+    "u16": "H6x",
     "i32": "i4x",
     "u32": "I4x",
     "i64": "q",

@@ -23,7 +23,7 @@ from cubejit.backends.cuda.artifact import ENTRY_POINT
 from cubejit.backends.cuda.coarsening import FACTOR, Coarsened, written_arrays
 from cubejit.ir import nodes as ir
 from cubejit.ir.traversal import walk_exprs
-from cubejit.ir.types import ArrayType, Scalar, bf16, f16, f32, f64
+from cubejit.ir.types import SCALARS, ArrayType, Scalar, bf16, f16, f32, f64
 
 _AXES = ("x", "y", "z")
 _HALVES = frozenset({"f16", "bf16"})
@@ -35,8 +35,12 @@ class CudaDialect(Dialect):
 
     type_names = {
         "bool": "bool",
+        "i8": "signed char",
+        "i16": "short",
         "i32": "int",
         "i64": "long long",
+        "u8": "unsigned char",
+        "u16": "unsigned short",
         "u32": "unsigned int",
         "u64": "unsigned long long",
         "f16": "__half",
@@ -83,6 +87,32 @@ class CudaDialect(Dialect):
             return f"(({self.type_name(target)})({code}))"
         return super().cast(code, source, target)
 
+    def bitcast(self, code: str, source: Scalar, target: Scalar) -> str | None:
+        """Through the unsigned integer of the width, with CUDA's reinterpreting intrinsics."""
+        if source.is_int and target.is_int:
+            return super().bitcast(code, source, target)
+        unsigned = self.type_name(SCALARS[f"u{source.bits}"])
+        if source.is_float:
+            bits = _TO_BITS[source.name].format(code)
+        else:
+            bits = f"(({unsigned})({code}))"
+        if target.is_float:
+            return _FROM_BITS[target.name].format(bits)
+        return f"(({self.type_name(target)})({bits}))"
+
+
+_TO_BITS = {
+    "f16": "__half_as_ushort({})",
+    "bf16": "__bfloat16_as_ushort({})",
+    "f32": "__float_as_uint({})",
+    "f64": "((unsigned long long)__double_as_longlong({}))",
+}
+_FROM_BITS = {
+    "f16": "__ushort_as_half({})",
+    "bf16": "__ushort_as_bfloat16({})",
+    "f32": "__uint_as_float({})",
+    "f64": "__longlong_as_double((long long)({}))",
+}
 
 DIALECT = CudaDialect()
 

@@ -142,6 +142,17 @@ def own_traits(s: ir.Stmt, values: Mapping[str, Value]) -> Traits:
         return Traits(exits=frozenset((Exit.CONTINUE,)))
     if isinstance(s, ir.Return):
         return Traits(exits=frozenset((Exit.RETURN,)))
+    if isinstance(s, ir.Atomic):
+        element = frozenset((_access(values, s.array),))
+        written = frozenset() if s.op is ir.AtomicOp.LOAD else element
+        assigned = frozenset() if s.result is None else frozenset((s.result,))
+        return Traits(reads | element, written, assigned)
+    if isinstance(s, ir.SyncCube):
+        return Traits(synchronises=Group.CUBE, converged=Group.CUBE)
+    if isinstance(s, ir.SyncPlane):
+        return Traits(synchronises=Group.PLANE, converged=Group.PLANE)
+    if isinstance(s, ir.PlaneOp):
+        return Traits(reads, assigns=frozenset((s.result,)), converged=Group.PLANE)
     assert_never(s)
 
 
@@ -166,7 +177,18 @@ def traits(s: ir.Stmt, values: Mapping[str, Value]) -> Traits:
             body.exits - _LOOP_EXITS,
         )
         result = result.join(kept)
-    elif not isinstance(s, ir.Assign | ir.Store | ir.Break | ir.Continue | ir.Return):
+    elif not isinstance(
+        s,
+        ir.Assign
+        | ir.Store
+        | ir.Break
+        | ir.Continue
+        | ir.Return
+        | ir.Atomic
+        | ir.SyncCube
+        | ir.SyncPlane
+        | ir.PlaneOp,
+    ):
         assert_never(s)
     return result
 

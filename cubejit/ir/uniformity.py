@@ -6,9 +6,11 @@ passes ask how uniform a value is before they compute it once for many units (th
 hoisted bounds guard needs one bound for the whole launch).
 
 Levels are ordered: a value the same for the whole launch is also the same within a cube and
-within a plane. Parameters, constants, lengths, ``CUBE_DIM`` and ``CUBE_COUNT`` are
-:attr:`Uniform.LAUNCH`; ``CUBE_POS*`` is :attr:`Uniform.CUBE`; ``UNIT_POS*`` and
-``ABSOLUTE_POS*`` are :attr:`Uniform.UNIT`. An operation is as uniform as its least uniform
+within a plane. Parameters, constants, lengths, ``CUBE_DIM``, ``CUBE_COUNT`` and ``PLANE_DIM``
+are :attr:`Uniform.LAUNCH`; ``CUBE_POS*`` is :attr:`Uniform.CUBE`; ``UNIT_POS*``,
+``ABSOLUTE_POS*`` and ``UNIT_POS_PLANE`` are :attr:`Uniform.UNIT`. An atomic's result is
+:attr:`Uniform.UNIT`; a plane reduction's, broadcast's or ballot's :attr:`Uniform.PLANE`, any
+other plane operation's :attr:`Uniform.UNIT`. An operation is as uniform as its least uniform
 operand. A load is as uniform as its index when no statement of the kernel writes the buffer
 (every unit reads the same memory), else :attr:`Uniform.UNIT`; with ``promise_loads`` every load
 counts as :attr:`Uniform.LAUNCH` (the barrier rule takes data-dependent conditions as the
@@ -48,6 +50,8 @@ _POSITIONS = {
     ir.PositionKind.CUBE_POS: Uniform.CUBE,
     ir.PositionKind.CUBE_DIM: Uniform.LAUNCH,
     ir.PositionKind.CUBE_COUNT: Uniform.LAUNCH,
+    ir.PositionKind.PLANE_DIM: Uniform.LAUNCH,
+    ir.PositionKind.UNIT_POS_PLANE: Uniform.UNIT,
 }
 
 
@@ -140,6 +144,14 @@ class _Analysis:
             self.leaving = max(self.leaving, control)
         elif isinstance(s, ir.Return):
             self.returning = max(self.returning, control)
+        elif isinstance(s, ir.Atomic):
+            if s.result is not None:
+                self.assign(s.result, Uniform.UNIT)
+        elif isinstance(s, ir.SyncCube | ir.SyncPlane):
+            pass
+        elif isinstance(s, ir.PlaneOp):
+            level = Uniform.PLANE if s.fn.is_plane_uniform else Uniform.UNIT
+            self.assign(s.result, max(control, level))
         else:
             assert_never(s)
 

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import assert_never
 
-from cubejit.ir.nodes import Expr, KernelIR
+from cubejit.ir.nodes import BufferKind, Expr, KernelIR
 from cubejit.ir.types import ArrayType, Scalar
 
 
@@ -80,6 +80,8 @@ class Value:
     """A buffer's memory space; None for scalars."""
     rank: int = 0
     """Dimensions of a buffer (1 for an array); 0 for scalars."""
+    atomic: bool = False
+    """Whether a buffer's elements are atomics (``cj.Atomic[T]``)."""
 
 
 def declared(kernel: KernelIR) -> Mapping[str, Value]:
@@ -92,13 +94,22 @@ def declared(kernel: KernelIR) -> Mapping[str, Value]:
             values[param.name] = Value(param.name, ValueKind.SCALAR_PARAM, Item(t), None)
         elif isinstance(t, ArrayType):
             values[param.name] = Value(
-                param.name, ValueKind.GLOBAL_BUFFER, Item(t.elem), MemorySpace.GLOBAL, 1
+                param.name, ValueKind.GLOBAL_BUFFER, Item(t.elem), MemorySpace.GLOBAL, 1, t.atomic
             )
         else:
             assert_never(t)
     for local in kernel.locals:
         values[local.name] = Value(local.name, ValueKind.LOCAL_SCALAR, Item(local.type), None)
+    for buffer in kernel.buffers:
+        kind, space = _BUFFER_KINDS[buffer.kind]
+        values[buffer.name] = Value(buffer.name, kind, Item(buffer.elem), space, 1, buffer.atomic)
     return values
+
+
+_BUFFER_KINDS = {
+    BufferKind.SHARED: (ValueKind.SHARED_BUFFER, MemorySpace.SHARED),
+    BufferKind.LOCAL: (ValueKind.LOCAL_ARRAY, MemorySpace.LOCAL),
+}
 
 
 def item_of(expr: Expr) -> Item:

@@ -16,7 +16,8 @@ from cubejit.ir.nodes import Assign, Binary, BinaryOp, Const, Length, Math, Math
 from cubejit.ir.types import ArrayType, Scalar, bool_, f32
 from cubejit.lang import intrinsics
 from cubejit.lang.annotations import ComptimeType
-from cubejit.lang.expressions import ExpressionRules
+from cubejit.lang.cooperation import Collective
+from cubejit.lang.cooperative_calls import CooperationRules
 from cubejit.lang.frame import Binding, ConstBinding, Frame, LocalBinding
 from cubejit.lang.function import Function
 from cubejit.lang.operators import bitcast, cast, fold_binary, math_call
@@ -36,7 +37,7 @@ _INSTEAD = {
 }
 
 
-class CallRules(ExpressionRules):
+class CallRules(CooperationRules):
     """The call half of the expression translator."""
 
     def expr_Call(self, node: ast.Call) -> Value:
@@ -46,7 +47,12 @@ class CallRules(ExpressionRules):
             if isinstance(target, ArrayRef):
                 if node.args or node.keywords:
                     raise Problem("`.len()` takes no arguments")
+                if target.length is not None:
+                    return Literal(target.length)
                 return Length(target.name)
+        cooperative = self.cooperative_call(node)
+        if cooperative is not None:
+            return cooperative
         callee = self.expr(func)
         text = Spelling(node)
         if not isinstance(callee, PyObject):
@@ -54,6 +60,8 @@ class CallRules(ExpressionRules):
         obj = callee.obj
         if isinstance(obj, Function):
             return self.inline(obj, node)
+        if isinstance(obj, Collective):
+            return self.collective(obj, node)
         if any(isinstance(a, ast.Starred) for a in node.args) or node.keywords:
             raise Problem(
                 f"`{callee.spelling}` takes positional arguments only, in `{text}`",

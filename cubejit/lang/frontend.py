@@ -27,14 +27,20 @@ def translate(
     source: PySource,
     signature: list[tuple[str, ParamAnnotation]],
     comptime: Mapping[str, bool | int | float],
+    cube_dim: tuple[int, int, int] | None = None,
+    plane_dim: int | None = None,
 ) -> KernelIR:
     """The IR of the kernel ``source`` with ``comptime`` values folded in.
 
     Raises :class:`~cubejit.errors.CompilationError` (or ``UnsupportedError``) naming the kernel,
-    the file and line, and what to write instead.
+    the file and line, and what to write instead. ``cube_dim`` and ``plane_dim`` (the
+    target's units per plane) give ``cj.CUBE_DIM*`` and ``cj.PLANE_DIM`` their values where a
+    comptime int is needed (buffer sizes, ``cj.unroll`` bounds).
     """
     params = tuple(Param(name, t) for name, t in signature if isinstance(t, Scalar | ArrayType))
     translator = Translator(source.name, params)
+    translator.cube_dim = cube_dim
+    translator.plane_dim = plane_dim
     frame = Frame(source, "", source.assigned)
     for name, t in signature:
         if isinstance(t, ArrayType):
@@ -51,7 +57,9 @@ def translate(
     except Problem as problem:
         raise translator.error(source.tree, problem) from None
     locals_ = tuple(Local(name, t) for name, t in translator.locals.items())
-    return KernelIR(source.name, params, locals_, tuple(translator.block))
+    return KernelIR(
+        source.name, params, locals_, tuple(translator.block), tuple(translator.buffers)
+    )
 
 
 def _comptime(source: PySource, name: str, value: bool | int | float) -> Literal:

@@ -51,10 +51,13 @@ class Literal:
 
 @dataclass(frozen=True, slots=True)
 class ArrayRef:
-    """An array parameter, by its IR name."""
+    """An array parameter, or a buffer the kernel declared, by its IR name."""
 
     name: str
     type: ArrayType
+    length: int | None = None
+    """A declared buffer's (comptime) size; None for a parameter, whose length is known at
+    launch."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -122,7 +122,7 @@ class CpuCompiler:
                 f"{id.variant!r} is not one of {ALIGNMENTS}",
                 kernel=kernel.name,
             )
-        kernel_ir = kernel.define()
+        kernel_ir = kernel.define(plane_dim=self.capabilities.plane_size)
         validate_for(kernel_ir, self.capabilities, cube_dim)  # type: ignore[arg-type]
         recording.defined(str(kernel_ir))
         source = translation_unit(kernel_ir, cube_dim, id.variant)  # type: ignore[arg-type]

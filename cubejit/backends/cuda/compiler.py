@@ -80,7 +80,7 @@ class CudaCompiler:
                 kernel=kernel.name,
             )
         self.limits.check_cube_dim(kernel.cube_dim, kernel.name, where)
-        ir = kernel.define()
+        ir = kernel.define(plane_dim=self.capabilities.plane_size)
         validate_for(ir, self.capabilities, kernel.cube_dim)
         recording.defined(str(ir))
         needs_half = needs_half_headers(ir)

@@ -120,11 +120,16 @@ def _apart_check(params: tuple[ParamSlot, ...]) -> tuple[list[str], str]:
 
 
 def _launch_source(
-    params: tuple[ParamSlot, ...], cube_dim: tuple[int, int, int], max_x: int, coarsening: int = 1
+    params: tuple[ParamSlot, ...],
+    cube_dim: tuple[int, int, int],
+    max_x: int,
+    coarsening: int = 1,
+    shared_bytes: int = 0,
 ) -> str:
     """The text of the launch function for ``params`` and ``cube_dim`` (see
     :meth:`Launcher._namespace` for the names it reads); ``max_x`` is the most cubes along x,
-    ``coarsening`` the cubes per block of the kernel's no-alias form.
+    ``coarsening`` the cubes per block of the kernel's no-alias form, ``shared_bytes`` the
+    dynamic shared memory of every launch.
 
     A launch with the very objects of the last one (the same buffers, the same scalar objects,
     an equal cube_count) finds the parameter buffer already holding its values and goes
@@ -147,11 +152,14 @@ def _launch_source(
         + "".join(f" and {c}" for c in same)
         + ":",
         "            status, = launch_kernel(",
-        f"                m_function, m_blocks, m_gy, m_gz, {bx}, {by}, {bz}, 0, stream,",
-        "                pointers, 0,",
+        f"                m_function, m_blocks, m_gy, m_gz, {bx}, {by}, {bz}, {shared_bytes},",
+        "                stream, pointers, 0,",
         "            )",
         "        else:",
-        *(f"        {line}" for line in _first_sight(params, max_x, coarsening, cube_dim)),
+        *(
+            f"        {line}"
+            for line in _first_sight(params, max_x, coarsening, cube_dim, shared_bytes)
+        ),
         "    finally:",
         "        release()",
         "    if status:",
@@ -161,7 +169,11 @@ def _launch_source(
 
 
 def _first_sight(
-    params: tuple[ParamSlot, ...], max_x: int, coarsening: int, cube_dim: tuple[int, int, int]
+    params: tuple[ParamSlot, ...],
+    max_x: int,
+    coarsening: int,
+    cube_dim: tuple[int, int, int],
+    shared_bytes: int = 0,
 ) -> list[str]:
     """The lines of a launch whose arguments differ from the last one's: every check, the
     packing, the driver call, and remembering the arguments."""
@@ -219,7 +231,8 @@ def _first_sight(
     bx, by, bz = cube_dim
     lines += [
         "    status, = launch_kernel(",
-        f"        {function}, {blocks}, gy, gz, {bx}, {by}, {bz}, 0, stream, pointers, 0",
+        f"        {function}, {blocks}, gy, gz, {bx}, {by}, {bz}, {shared_bytes}, stream, pointers,"
+        " 0",
         "    )",
         "    if own and not status:",
         f"        m_function, m_blocks, m_gy, m_gz = {function}, {blocks}, gy, gz",
@@ -259,6 +272,7 @@ class Launcher:
         coarsening: int = 1,
         variant: Any = None,
         load: Callable[[Any], Any] | None = None,
+        shared_bytes: int = 0,
     ) -> None:
         """``function`` and ``stream`` are the handles ``launch_kernel`` (``cuLaunchKernel`` of
         ``cuda.bindings``) takes; it is called with the pointer array's address.
@@ -266,7 +280,8 @@ class Launcher:
         ``coarsening`` is the cubes per block of the kernel's no-alias form; when it is above 1,
         ``function`` is the artifact of ``variant`` (``None`` or
         :data:`~cubejit.backends.cuda.coarsening.NO_ALIAS`) and ``load(other_variant)`` gives
-        the other's function the first time a launch needs it."""
+        the other's function the first time a launch needs it. ``shared_bytes`` is the dynamic
+        shared memory each launch passes."""
         self._client = client
         self._params = params
         self._kernel = kernel
@@ -296,7 +311,8 @@ class Launcher:
                 load_plain=lambda: self._load_variant(namespace, "plain", None),
             )
         max_x = client.limits.max_cube_count[0]
-        exec(_launch_code(_launch_source(params, cube_dim, max_x, coarsening)), namespace)
+        source = _launch_source(params, cube_dim, max_x, coarsening, shared_bytes)
+        exec(_launch_code(source), namespace)
         self.launch: Callable[[Any, tuple[Any, ...]], None] = namespace["launch"]
         """Launches the kernel on ``cube_count`` cubes with ``args``."""
 

@@ -156,3 +156,50 @@ def plane_sum_reduction(x: cj.Array[cj.f32], out: cj.Array[cj.Atomic[cj.f32]]):
         s = cj.plane_sum(w)
         if u == 0:
             out[0].fetch_add(s)
+
+
+@cj.kernel
+def wide_tile(x: cj.Array[cj.f32], out: cj.Array[cj.f32], N: cj.Comptime[int]):
+    """``out[j] = x[N - 1 - j] + j % 3`` through one shared buffer of ``N`` floats and a
+    small one: past 48 KiB on CUDA for ``N`` above 12288."""
+    big = cj.SharedMemory[cj.f32](N)
+    small = cj.SharedMemory[cj.u32](3)
+    u = cj.UNIT_POS
+    for j in range(u, N, cj.CUBE_DIM):
+        big[j] = x[j]
+    if u < 3:
+        small[u] = u
+    cj.sync_cube()
+    for j in range(u, N, cj.CUBE_DIM):
+        out[j] = big[N - 1 - j] + cj.f32(small[j % 3])
+
+
+def every_atomic(t: object) -> cj.Kernel:
+    """A kernel doing every atomic operation ``cj.Atomic[t]`` has, on global and shared
+    memory, writing each old value to ``out``: the integer bit operations on integers only."""
+    T = t
+    is_int = t in (cj.i32, cj.u32, cj.i64, cj.u64)
+
+    @cj.kernel
+    def atomics(a: cj.Array[cj.Atomic[T]], out: cj.Array[T], v: T):
+        s = cj.SharedMemory[cj.Atomic[T]](4)
+        u = cj.UNIT_POS
+        if u == 0:
+            s[0].store(v)
+        cj.sync_cube()
+        at = cj.ABSOLUTE_POS * 11
+        out[at + 0] = a[0].fetch_add(v)
+        out[at + 1] = a[1].fetch_sub(v)
+        out[at + 2] = a[2].fetch_max(v)
+        out[at + 3] = a[3].fetch_min(v)
+        out[at + 4] = a[4].exchange(v)
+        out[at + 5] = a[5].compare_exchange(v, v)
+        out[at + 6] = a[6].load()
+        out[at + 7] = s[0].fetch_add(v)
+        out[at + 8] = s[0].compare_exchange(v, v)
+        if is_int:
+            out[at + 9] = a[7].fetch_and(v) | a[8].fetch_or(v)
+            out[at + 10] = s[1].fetch_xor(v)
+        a[9].store(v)
+
+    return atomics

@@ -6,7 +6,7 @@ An expression becomes one of:
 - a :class:`Literal`, a Python constant with no type yet: a literal of the source, a comptime
   value, a ``cj.unroll`` index, or a constant folded from those. It takes the type of the other
   operand, or, alone, ``i32`` / ``f32`` / ``bool``;
-- an :class:`ArrayRef`, an array parameter (only indexed, measured or passed on);
+- an :class:`ArrayRef`, an array or tensor parameter (only indexed, measured or passed on);
 - a :class:`PyObject`, a Python object the language gives a meaning to where it is used
   (``cj.f32`` when called, ``range`` in a ``for``, a ``@cj.function``, a module).
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cubejit.ir.nodes import Const, Expr, Load, sub_exprs
-from cubejit.ir.types import ArrayType, Kind, Scalar, bool_, f32, i32
+from cubejit.ir.types import BufferType, Kind, Scalar, bool_, f32, i32
 from cubejit.lang.source import Problem, Spelling
 
 
@@ -29,10 +29,10 @@ class Literal:
 
 @dataclass(frozen=True, slots=True)
 class ArrayRef:
-    """An array parameter, by its IR name."""
+    """An array or tensor parameter, by its IR name (a tensor's type has its rank)."""
 
     name: str
-    type: ArrayType
+    type: BufferType
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,8 +18,9 @@ are then in flight together. Moving a load before another unit's store is exact 
 array the kernel writes overlaps another array argument, which the launch checks before it
 takes this variant. A thread whose units straddle the bound runs each unit under its guard.
 
-A kernel is coarsened when its cubes are one-dimensional, its guard has a bound and its body,
-without the guard, has no loop and no ``return``; any other kernel keeps one unit per thread.
+A kernel is coarsened when its cubes are one-dimensional, its guard has a bound, it has no
+tensor parameter (whose overlap a launch does not check) and its body, without the guard, has
+no loop and no ``return``; any other kernel keeps one unit per thread.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def written_arrays(kernel: ir.KernelIR) -> frozenset[str]:
 def coarsen(kernel: ir.KernelIR, cube_dim: tuple[int, int, int]) -> Coarsened | None:
     """``kernel`` with :data:`FACTOR` cubes per CUDA block, for cubes of ``cube_dim``; ``None``
     when the kernel keeps one unit per thread (see the module's doc)."""
-    if cube_dim[1:] != (1, 1):
+    if cube_dim[1:] != (1, 1) or kernel.tensors():
         return None
     plan = plan_unit_loop(kernel)
     if plan.bound is None:

@@ -18,12 +18,15 @@ alone, never on the kernel's name, so two kernels that lower to the same IR shar
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import assert_never
 
 from cubejit.backends.cstyle_helpers import helper_definitions
 from cubejit.errors import UnsupportedError
 from cubejit.ir import nodes as ir
-from cubejit.ir.types import Kind, Scalar, f32, f64, i64, u32
+from cubejit.ir.traversal import walk_exprs
+from cubejit.ir.types import Kind, Scalar, f32, f64, i64, round_float, u32, u64
 from cubejit.ir.types import bool_ as bool_t
 
 INDENT = "    "
@@ -65,8 +68,24 @@ _FLOAT_MATH = {
     ir.MathFn.MAX: "fmax",
     ir.MathFn.POW: "pow",
     ir.MathFn.FMA: "fma",
+    ir.MathFn.ATAN2: "atan2",
+    ir.MathFn.ASIN: "asin",
+    ir.MathFn.ACOS: "acos",
+    ir.MathFn.ATAN: "atan",
+    ir.MathFn.SINH: "sinh",
+    ir.MathFn.COSH: "cosh",
+    ir.MathFn.ASINH: "asinh",
+    ir.MathFn.ACOSH: "acosh",
+    ir.MathFn.ATANH: "atanh",
+    ir.MathFn.ROUND: "rint",
+    ir.MathFn.TRUNC: "trunc",
+    ir.MathFn.EXP2: "exp2",
+    ir.MathFn.LOG2: "log2",
+    ir.MathFn.HYPOT: "hypot",
 }
-_AXES = ("x", "y", "z")
+_WRAPPING = frozenset((ir.BinaryOp.ADD, ir.BinaryOp.SUB, ir.BinaryOp.MUL))
+"""Integer operators C computes in ``int`` (small types) or may not wrap (signed): computed
+in an unsigned type and converted back, so every integer type wraps, as numpy's do."""
 
 
 def param_name(name: str) -> str:
@@ -96,7 +115,7 @@ def local_name(name: str) -> str:
 
 def position_name(which: ir.Position) -> str:
     """The C name the body reads position ``which`` from (see :attr:`Emitted.positions`)."""
-    return f"pos_{which.value.lower()}"
+    return f"pos_{which.name.lower()}"
 
 
 class Dialect:
@@ -111,7 +130,7 @@ class Dialect:
     """Spelling of each supported scalar, by IR name; a scalar missing here is unsupported."""
     helper_qualifier: str = "static inline"
     """What precedes each helper function of the prelude."""
-    narrowed: frozenset[str] = frozenset({"f16", "bf16"})
+    narrowed: frozenset[str] = frozenset({"f16", "bf16", "i8", "i16", "u8", "u16"})
     """Scalars whose arithmetic C computes in a wider type: results are cast back."""
 
     def type_name(self, t: Scalar) -> str:
@@ -138,30 +157,35 @@ class Dialect:
 
     def position(self, which: ir.Position) -> str:
         """An expression (``u32``) for position ``which``."""
-        name = which.value
-        axis = _AXES.index(name[-1].lower()) if name[-2] == "_" else None
-        base = name[:-2] if axis is not None else name
-        if base == "ABSOLUTE_POS":
+        kind, axis = which.kind, which.axis
+        if kind is ir.PositionKind.ABSOLUTE_POS:
             if axis is not None:
                 cube, dim = self.cube_axis(axis), self.dim_axis(axis)
                 return f"(({cube} * {dim}) + {self.unit_axis(axis)})"
             width = [f"({self.count_axis(a)} * {self.dim_axis(a)})" for a in range(2)]
-            x, y, z = (self.position(ir.Position[f"ABSOLUTE_POS_{a.upper()}"]) for a in _AXES)
+            x, y, z = (self.position(ir.Position.of(kind, a)) for a in ir.Axis)
             return f"({x} + ({y} * {width[0]}) + ({z} * {width[0]} * {width[1]}))"
-        primitive = {
-            "UNIT_POS": (self.unit_axis, self.dim_axis),
-            "CUBE_POS": (self.cube_axis, self.count_axis),
-            "CUBE_DIM": (self.dim_axis, None),
-            "CUBE_COUNT": (self.count_axis, None),
-        }[base]
-        value, extent = primitive
+        if kind is ir.PositionKind.UNIT_POS:
+            return self._flat(axis, self.unit_axis, self.dim_axis)
+        if kind is ir.PositionKind.CUBE_POS:
+            return self._flat(axis, self.cube_axis, self.count_axis)
+        if kind is ir.PositionKind.CUBE_DIM:
+            return self._product(axis, self.dim_axis)
+        if kind is ir.PositionKind.CUBE_COUNT:
+            return self._product(axis, self.count_axis)
+        assert_never(kind)
+
+    @staticmethod
+    def _flat(axis: int | None, value: Callable[[int], str], extent: Callable[[int], str]) -> str:
         if axis is not None:
             return value(axis)
-        if extent is None:
-            return f"({value(0)} * {value(1)} * {value(2)})"
         return (
             f"({value(0)} + ({value(1)} * {extent(0)}) + ({value(2)} * {extent(0)} * {extent(1)}))"
         )
+
+    @staticmethod
+    def _product(axis: int | None, value: Callable[[int], str]) -> str:
+        return value(axis) if axis is not None else f"({value(0)} * {value(1)} * {value(2)})"
 
     def libm(self, base: str, t: Scalar) -> str:
         """The C math function ``base`` (``"sqrt"``) for ``t``, an ``f32`` or ``f64``."""
@@ -172,6 +196,10 @@ class Dialect:
         return t if t in (f32, f64) else f32
 
     def float_literal(self, value: float, t: Scalar) -> str:
+        """``value`` as a literal of ``t``, rounded once from the exact value to ``t`` (a
+        half type's literal is written as the ``float`` it rounds to, which is exact)."""
+        if t not in (f32, f64):
+            value = round_float(value, t)
         if math.isnan(value):
             text = "NAN"
         elif math.isinf(value):
@@ -196,6 +224,13 @@ class Dialect:
         if target == bool_t:
             return f"(({code}) != 0)"
         return f"(({self.type_name(target)})({code}))"
+
+    def bitcast(self, code: str, source: Scalar, target: Scalar) -> str | None:
+        """The bits of ``code`` read as ``target`` (same width), or None where the walker should
+        call its ``memcpy`` helper. Between integers it is the conversion, which keeps bits."""
+        if source.is_int and target.is_int:
+            return self.cast(code, source, target)
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,7 +280,7 @@ class _Walker:
         self.lines: list[str] = []
 
     def emit(self, values: tuple[ir.Expr, ...]) -> Emitted:
-        used = {e.which for e in ir.walk_exprs(self.kernel.body) if isinstance(e, ir.PositionOf)}
+        used = {e.which for e in walk_exprs(self.kernel.body) if isinstance(e, ir.PositionOf)}
         positions = tuple(p for p in ir.Position if p in used)
         head = [
             f"const {self.d.type_name(u32)} {position_name(p)} = {self.d.position(p)};"
@@ -286,7 +321,7 @@ class _Walker:
         elif isinstance(s, ir.Return):
             self.line(depth, "return;")
         else:
-            raise UnsupportedError(f"no C form for statement {type(s).__name__}")
+            assert_never(s)
 
     def if_chain(self, s: ir.If, depth: int, keyword: str) -> None:
         self.line(depth, f"{keyword} ({self.expr(s.cond)}) {{")
@@ -364,13 +399,20 @@ class _Walker:
         if isinstance(e, ir.Binary):
             return self.binary(e)
         if isinstance(e, ir.Cast):
-            return self.d.cast(self.expr(e.value), e.value.type, e.type)
+            source = e.value.type
+            if source.is_float and e.type.is_int:
+                return self.call(f"to_{e.type.name}", source, [self.expr(e.value)])
+            return self.d.cast(self.expr(e.value), source, e.type)
+        if isinstance(e, ir.Bitcast):
+            code = self.expr(e.value)
+            direct = self.d.bitcast(code, e.value.type, e.type)
+            return direct or self.call(f"bitcast_{e.type.name}", e.value.type, [code])
         if isinstance(e, ir.Math):
             return self.math(e)
         if isinstance(e, ir.Select):
             cond, yes, no = (self.expr(x) for x in (e.cond, e.if_true, e.if_false))
             return f"({cond} ? {yes} : {no})"
-        raise UnsupportedError(f"no C form for expression {type(e).__name__}")
+        assert_never(e)
 
     def stride(self, tensor: str, dim: int) -> str:
         if tensor in self.contiguous and dim == self.ranks[tensor] - 1:
@@ -395,8 +437,30 @@ class _Walker:
         operand = self.expr(e.operand)
         if e.op is ir.UnaryOp.NOT:
             return f"(!{operand})"
+        if e.op is ir.UnaryOp.NEG and e.type.is_int:
+            return self.wrapping("-", self.literal(ir.Const(0, e.type)), operand, e.type)
         symbol = "-" if e.op is ir.UnaryOp.NEG else "~"
         return self.narrow(f"({symbol}{operand})", e.type)
+
+    def wrapping(self, symbol: str, lhs: str, rhs: str, t: Scalar) -> str:
+        """``lhs symbol rhs`` on integers of ``t``, wrapping (see ``_WRAPPING``)."""
+        if t.kind is Kind.UINT and t.bits >= 32:
+            return f"({lhs} {symbol} {rhs})"
+        wide = self.d.type_name(u64 if t.bits == 64 else u32)
+        return f"(({self.d.type_name(t)})(({wide}){lhs} {symbol} ({wide}){rhs}))"
+
+    def shift(self, e: ir.Binary, lhs: str, rhs: str) -> str:
+        """A shift with numpy's meaning for every count: a constant count below the width is
+        C's operator (on the unsigned type for a left shift, which may not overflow), any
+        other count goes through the helper (0, or -1 for a negative shifted right)."""
+        t = e.type
+        count = e.rhs
+        if isinstance(count, ir.Const) and 0 <= int(count.value) < t.bits:
+            if e.op is ir.BinaryOp.SHR:
+                return self.narrow(f"({lhs} >> {rhs})", t)
+            return self.wrapping("<<", lhs, rhs, t)
+        helper = "shl" if e.op is ir.BinaryOp.SHL else "shr"
+        return self.call(helper, t, [lhs, self.d.cast(rhs, count.type, u64)])
 
     def binary(self, e: ir.Binary) -> str:
         lhs, rhs = self.expr(e.lhs), self.expr(e.rhs)
@@ -410,6 +474,10 @@ class _Walker:
             if t.is_float:
                 return self.float_math("pow", t, [lhs, rhs])
             return self.call("pow", t, [lhs, self.d.cast(rhs, e.rhs.type, i64)])
+        if op in (ir.BinaryOp.SHL, ir.BinaryOp.SHR):
+            return self.shift(e, lhs, rhs)
+        if op in _WRAPPING and t.is_int:
+            return self.wrapping(_ARITH[op], lhs, rhs, t)
         return self.narrow(f"({lhs} {_ARITH[op]} {rhs})", t)
 
     def float_math(self, base: str, t: Scalar, args: list[str]) -> str:

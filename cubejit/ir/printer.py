@@ -8,10 +8,13 @@ text depends on nothing but the IR, so one kernel prints the same in every proce
 
 from __future__ import annotations
 
+from typing import assert_never
+
 from cubejit.ir.nodes import (
     Assign,
     Binary,
     BinaryOp,
+    Bitcast,
     Break,
     Cast,
     Const,
@@ -136,7 +139,7 @@ def _stmt(stmt: Stmt, depth: int, lines: list[str]) -> None:
     elif isinstance(stmt, Return):
         lines.append(f"{pad}return")
     else:
-        lines.append(f"{pad}<not a statement: {stmt!r}>")
+        assert_never(stmt)
 
 
 def _const(const: Const) -> tuple[str, int]:
@@ -166,7 +169,7 @@ def _expr(expr: Expr) -> tuple[str, int]:
     if isinstance(expr, Var):
         return expr.name, _ATOM
     if isinstance(expr, PositionOf):
-        return expr.which.value, _ATOM
+        return expr.which.name, _ATOM
     if isinstance(expr, Length):
         return f"{expr.array}.len()", _ATOM
     if isinstance(expr, Shape | Stride):
@@ -177,6 +180,8 @@ def _expr(expr: Expr) -> tuple[str, int]:
         return f"{expr.array}[{_subscript(expr.index)}]", _ATOM
     if isinstance(expr, Cast):
         return f"{expr.type.name}({print_expr(expr.value)})", _ATOM
+    if isinstance(expr, Bitcast):
+        return f"bitcast[{expr.type.name}]({print_expr(expr.value)})", _ATOM
     if isinstance(expr, Math):
         return f"{expr.fn.value}({', '.join(print_expr(a) for a in expr.args)})", _ATOM
     if isinstance(expr, Select):
@@ -200,4 +205,4 @@ def _expr(expr: Expr) -> tuple[str, int]:
             return f"{_wrap(expr.lhs, _POW + 1)} ** {_wrap(expr.rhs, _UNARY)}", _POW
         text = f"{_wrap(expr.lhs, precedence)} {symbol} {_wrap(expr.rhs, precedence + 1)}"
         return text, precedence
-    return f"<not an expression: {expr!r}>", _ATOM
+    assert_never(expr)

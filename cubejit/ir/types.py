@@ -9,6 +9,7 @@ A type is a frozen value compared by equality. The kernel language exposes the s
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -100,8 +101,12 @@ BufferType = ArrayType | TensorType
 Type = Scalar | ArrayType | TensorType
 
 bool_ = Scalar("bool", Kind.BOOL, 8)
+i8 = Scalar("i8", Kind.INT, 8)
+i16 = Scalar("i16", Kind.INT, 16)
 i32 = Scalar("i32", Kind.INT, 32)
 i64 = Scalar("i64", Kind.INT, 64)
+u8 = Scalar("u8", Kind.UINT, 8)
+u16 = Scalar("u16", Kind.UINT, 16)
 u32 = Scalar("u32", Kind.UINT, 32)
 u64 = Scalar("u64", Kind.UINT, 64)
 f16 = Scalar("f16", Kind.FLOAT, 16)
@@ -109,13 +114,19 @@ bf16 = Scalar("bf16", Kind.FLOAT, 16)
 f32 = Scalar("f32", Kind.FLOAT, 32)
 f64 = Scalar("f64", Kind.FLOAT, 64)
 
-SCALARS: dict[str, Scalar] = {t.name: t for t in (bool_, i32, i64, u32, u64, f16, bf16, f32, f64)}
+SCALARS: dict[str, Scalar] = {
+    t.name: t for t in (bool_, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64)
+}
 """Every scalar by name."""
 
 _NUMPY = {
     "bool": "bool",
+    "i8": "int8",
+    "i16": "int16",
     "i32": "int32",
     "i64": "int64",
+    "u8": "uint8",
+    "u16": "uint16",
     "u32": "uint32",
     "u64": "uint64",
     "f16": "float16",
@@ -132,3 +143,26 @@ def from_dtype(dtype: np.dtype) -> Scalar | None:
         if name != "bf16" and np.dtype(numpy_name) == dtype:
             return SCALARS[name]
     return None
+
+
+def round_float(value: float, t: Scalar) -> float:
+    """``value`` rounded once, to nearest even, to the float type ``t`` (as a Python float)."""
+    if t == f64:
+        return float(value)
+    if t == bf16:
+        return _round_to_precision(float(value), 8, -126, 127)
+    with np.errstate(all="ignore"):
+        return float(np.dtype(_NUMPY[t.name]).type(value))
+
+
+def _round_to_precision(x: float, digits: int, emin: int, emax: int) -> float:
+    """``x`` rounded to ``digits`` significant bits, ties to even, with IEEE's gradual
+    underflow below ``2**emin`` and infinity past the largest finite value."""
+    if not math.isfinite(x) or x == 0.0:
+        return x
+    _, exponent = math.frexp(x)
+    quantum = max(exponent - digits, emin - digits + 1)
+    scaled = math.ldexp(x, -quantum)
+    rounded = math.ldexp(float(round(scaled)), quantum)
+    largest = math.ldexp(float((1 << digits) - 1), emax - digits + 1)
+    return math.copysign(math.inf, x) if abs(rounded) > largest else rounded

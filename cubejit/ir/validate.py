@@ -1,19 +1,25 @@
 """The IR's rules, checked: what every backend may assume of the IR it is handed.
 
-:func:`validate` raises :class:`~cubejit.errors.ValidationError` naming the kernel, the rule
-and the offending statement (in the printed form). The frontend validates every kernel it
+:func:`validate` checks the rules every kernel keeps, :func:`validate_for` what one target's
+:class:`~cubejit.ir.capabilities.Capabilities` allow; each raises
+:class:`~cubejit.errors.ValidationError` naming the kernel, the rule and the offending
+statement (in the printed form). The frontend validates every kernel it
 builds; a pass over the IR must leave it valid, and tests may validate after every step.
 """
 
 from __future__ import annotations
 
 import keyword
+import math
+from typing import NoReturn, assert_never
 
 from cubejit.errors import ValidationError
+from cubejit.ir.capabilities import Capabilities
 from cubejit.ir.nodes import (
     Assign,
     Binary,
     BinaryOp,
+    Bitcast,
     Break,
     Cast,
     Const,
@@ -41,9 +47,19 @@ from cubejit.ir.nodes import (
     While,
 )
 from cubejit.ir.printer import print_expr, print_stmt
+from cubejit.ir.traits import own_traits
+from cubejit.ir.traversal import is_expr, is_stmt, walk_stmts
 from cubejit.ir.types import ArrayType, BufferType, Kind, Scalar, TensorType, bool_, u32
+from cubejit.ir.values import declared
 
-_ARITY = {MathFn.FMA: 3, MathFn.MIN: 2, MathFn.MAX: 2, MathFn.POW: 2}
+_ARITY = {
+    MathFn.FMA: 3,
+    MathFn.MIN: 2,
+    MathFn.MAX: 2,
+    MathFn.POW: 2,
+    MathFn.ATAN2: 2,
+    MathFn.HYPOT: 2,
+}
 _INT_MATH = frozenset((MathFn.ABS, MathFn.MIN, MathFn.MAX))
 _NUMERIC_OPS = frozenset(
     (BinaryOp.ADD, BinaryOp.SUB, BinaryOp.MUL, BinaryOp.FLOORDIV, BinaryOp.MOD)
@@ -67,7 +83,7 @@ def validate(kernel: KernelIR) -> None:
         ) from None
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     raise _Invalid(message)
 
 
@@ -137,6 +153,8 @@ class _Checker:
         return self.scalars[name]
 
     def stmt(self, stmt: Stmt, loops: int) -> None:
+        if not is_stmt(stmt):
+            _fail(f"{stmt!r} is not a statement")
         if isinstance(stmt, Assign):
             declared = self.target(stmt.name)
             self.expect(stmt.value, declared, f"the value assigned to {stmt.name}")
@@ -164,7 +182,7 @@ class _Checker:
             if loops == 0:
                 _fail(f"{type(stmt).__name__.lower()} outside a loop")
         elif not isinstance(stmt, Return):
-            _fail(f"{stmt!r} is not a statement")
+            assert_never(stmt)
 
     def array(self, name: str) -> BufferType:
         if name not in self.arrays:
@@ -199,6 +217,8 @@ class _Checker:
 
     def expr(self, expr: Expr) -> Scalar:
         """Checks ``expr`` and its operands; returns its type."""
+        if not is_expr(expr):
+            _fail(f"{expr!r} is not an expression")
         t = getattr(expr, "type", None)
         if not isinstance(t, Scalar):
             _fail(f"expression {expr!r} has type {t!r}, not a scalar")
@@ -238,6 +258,10 @@ class _Checker:
             self.binary(expr)
         elif isinstance(expr, Cast):
             self.expr(expr.value)
+        elif isinstance(expr, Bitcast):
+            source = self.expr(expr.value)
+            if source.bits != t.bits or bool_ in (source, t):
+                _fail(f"a bitcast from {source} to {t} changes the width or involves bool")
         elif isinstance(expr, Math):
             self.math(expr)
         elif isinstance(expr, Select):
@@ -245,7 +269,7 @@ class _Checker:
             self.expect(expr.if_true, t, "a select's first value")
             self.expect(expr.if_false, t, "a select's second value")
         else:
-            _fail(f"{expr!r} is not an expression")
+            assert_never(expr)
         return t
 
     def const(self, const: Const) -> None:
@@ -309,6 +333,51 @@ class _Checker:
 
 
 def _brief(stmt: object) -> str:
-    if not isinstance(stmt, Assign | Store | If | RangeFor | While | Break | Continue | Return):
+    if not is_stmt(stmt):
         return repr(stmt)
     return print_stmt(stmt).splitlines()[0]
+
+
+def validate_for(
+    kernel: KernelIR, capabilities: Capabilities, cube_dim: tuple[int, int, int]
+) -> None:
+    """Accepts ``kernel``, specialised for ``cube_dim``, on a target with ``capabilities``, or
+    raises :class:`~cubejit.errors.ValidationError` saying what the target lacks. ``kernel``
+    must already be valid (:func:`validate`)."""
+    try:
+        _check_capabilities(kernel, capabilities, cube_dim)
+    except _Invalid as exc:
+        raise ValidationError(
+            f"kernel {kernel.name}: the {capabilities.backend} backend cannot run it: {exc}",
+            kernel=kernel.name,
+        ) from None
+
+
+def _check_capabilities(
+    kernel: KernelIR, capabilities: Capabilities, cube_dim: tuple[int, int, int]
+) -> None:
+    for axis, dim, limit in zip("xyz", cube_dim, capabilities.largest_cube, strict=True):
+        if dim > limit:
+            _fail(f"cube_dim {cube_dim} has {dim} units along {axis}; at most {limit}")
+    units = math.prod(cube_dim)
+    if units > capabilities.max_units_per_cube:
+        _fail(
+            f"cube_dim {cube_dim} has {units} units per cube; "
+            f"at most {capabilities.max_units_per_cube}"
+        )
+    values = declared(kernel)
+    for value in values.values():
+        item = value.item
+        if item.width == 1:
+            continue
+        if (
+            item.width not in capabilities.line_widths
+            or item.width * item.elem.itemsize > capabilities.max_line_bytes
+        ):
+            _fail(f"{value.name} has lines of {item}, which this target has not")
+    for stmt in walk_stmts(kernel.body):
+        done = own_traits(stmt, values)
+        if done.synchronises is not None and done.synchronises not in capabilities.barriers:
+            _fail(
+                f"it has no barrier across a {done.synchronises.name.lower()}\n  in: {_brief(stmt)}"
+            )

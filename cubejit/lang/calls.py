@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import math
 
 from cubejit.ir.nodes import (
     Assign,
@@ -18,18 +19,20 @@ from cubejit.ir.nodes import (
     Const,
     Expr,
     Length,
+    Math,
+    MathFn,
     Select,
     Shape,
     Stride,
     Var,
 )
-from cubejit.ir.types import ArrayType, Scalar, TensorType, bool_, u32
+from cubejit.ir.types import ArrayType, Scalar, TensorType, bool_, f32, u32
 from cubejit.lang import intrinsics
 from cubejit.lang.annotations import ComptimeType
 from cubejit.lang.expressions import ExpressionRules
 from cubejit.lang.frame import Binding, ConstBinding, Frame, LocalBinding
 from cubejit.lang.function import Function
-from cubejit.lang.operators import cast, fold_binary, math_call
+from cubejit.lang.operators import bitcast, cast, fold_binary, math_call
 from cubejit.lang.signature import annotation_of
 from cubejit.lang.source import Problem, Spelling
 from cubejit.lang.values import ArrayRef, Literal, PyObject, Scalarish, Value, coerce, unify
@@ -79,6 +82,17 @@ class CallRules(ExpressionRules):
             return math_call(marker, self.operands(node.args), text)
         if obj is intrinsics.cdiv:
             return self.cdiv(node, text)
+        if obj is intrinsics.isnan or obj is intrinsics.isinf:
+            return self.float_test(obj is intrinsics.isnan, node, text)
+        if obj is intrinsics.bitcast:
+            if len(node.args) != 2:
+                raise Problem("cj.bitcast takes a value and a type: `cj.bitcast(x, cj.u32)`")
+            target = self.expr(node.args[1])
+            if not (isinstance(target, PyObject) and isinstance(target.obj, Scalar)):
+                raise Problem(
+                    f"the second argument of cj.bitcast is a type, e.g. cj.u32, in `{text}`"
+                )
+            return bitcast(self.scalar(node.args[0]), target.obj, text)
         instead = _INSTEAD.get(obj)  # type: ignore[call-overload]
         if instead is not None:
             raise Problem(
@@ -151,6 +165,24 @@ class CallRules(ExpressionRules):
             index = Binary(BinaryOp.FLOORDIV, index, inner, u32)
         return Binary(BinaryOp.MOD, index, Shape(ref.name, d), u32)
 
+    def float_test(self, nan: bool, node: ast.Call, text: Spelling) -> Scalarish:
+        """``cj.isnan(x)`` (``x != x``) or ``cj.isinf(x)`` (``abs(x) == inf``), on a float."""
+        name = "isnan" if nan else "isinf"
+        if len(node.args) != 1:
+            raise Problem(f"cj.{name} takes one float, in `{text}`")
+        value = self.scalar(node.args[0])
+        if isinstance(value, Literal):
+            if isinstance(value.value, bool):
+                raise Problem(f"cj.{name} takes a float, not a bool, in `{text}`")
+            v = value.float_in(f32)
+            return Literal(math.isnan(v) if nan else math.isinf(v))
+        if not value.type.is_float:
+            raise Problem(f"cj.{name} takes a float, not {value.type}, in `{text}`")
+        if nan:
+            return Binary(BinaryOp.NE, value, value, bool_)
+        magnitude = Math(MathFn.ABS, (value,), value.type)
+        return Binary(BinaryOp.EQ, magnitude, Const(math.inf, value.type), bool_)
+
     def cdiv(self, node: ast.Call, text: Spelling) -> Scalarish:
         """``cj.cdiv(a, b)``: integer ceiling division, ``a // b + (a % b != 0)``, which holds
         for either sign because ``//`` floors."""
@@ -195,6 +227,7 @@ class CallRules(ExpressionRules):
         self.inlined[fn.fn.__name__] = count
         frame = Frame(fn.source, f"{fn.fn.__name__}_{count}_", fn.assigned, call=(self.frame, node))
         self.frames.append(frame)
+        start_block, start = self.block, len(self.block)
         try:
             try:
                 self._enter(fn, frame, values)
@@ -204,6 +237,8 @@ class CallRules(ExpressionRules):
             complete = self.block_of(body)
         finally:
             self.frames.pop()
+        if frame.return_flag is not None:
+            start_block.insert(start, Assign(frame.return_flag, Const(False, bool_)))
         if not frame.returns_value:
             return PyObject(None, f"{fn.fn.__name__}(...)")
         if not complete:
@@ -232,6 +267,7 @@ class CallRules(ExpressionRules):
             annotated = annotation_of(fn.source, arg.annotation) if arg.annotation else None
             try:
                 frame.env[arg.arg] = self._bind(frame, arg.arg, annotated, value)
+                frame.defined.add(arg.arg)  # type: ignore[union-attr]
             except Problem as problem:
                 problem.node = problem.node or arg
                 raise

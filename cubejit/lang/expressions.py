@@ -15,6 +15,8 @@ import types
 from collections.abc import Callable
 from typing import Any, get_args
 
+import numpy as np
+
 from cubejit.ir.nodes import (
     Assign,
     Binary,
@@ -200,8 +202,16 @@ class ExpressionRules(Builder):
         )
 
     def expr_Name(self, node: ast.Name) -> Value:
-        binding = self.frame.env.get(node.id)
+        frame = self.frame
+        binding = frame.env.get(node.id)
         if isinstance(binding, LocalBinding):
+            if frame.defined is not None and node.id not in frame.defined:
+                line = frame.source.place(node)[0]
+                raise Problem(
+                    f"`{node.id}` is read at line {line} before it is assigned on some path to "
+                    f"it (a local keeps no value from a branch or loop that may not have run); "
+                    f"assign `{node.id}` before the `if` or loop"
+                )
             return Var(binding.ir_name, binding.type)
         if isinstance(binding, ConstBinding):
             return binding.value
@@ -234,22 +244,28 @@ class ExpressionRules(Builder):
         )
 
     def python_object(self, obj: object, spelling: str) -> Value:
-        """What a Python object named ``spelling`` means in a kernel."""
+        """What a Python object named ``spelling`` means in a kernel. A number or bool (a
+        module constant, ``math.pi``) is captured by value, as a literal; its value is part of
+        the kernel's identity (:mod:`~cubejit.lang.identity`)."""
         from cubejit.lang.function import Function
         from cubejit.lang.kernel import Kernel
 
         if isinstance(obj, Position):
             return PositionOf(obj)
+        number = captured_number(obj)
+        if number is not None:
+            return Literal(number)
         if isinstance(obj, types.ModuleType | Function | Kernel | intrinsics.MathMarker) or (
-            obj in _KNOWN_OBJECTS or str(getattr(obj, "__module__", None)).startswith("cubejit.")
+            any(obj is known for known in _KNOWN_OBJECTS)
+            or str(getattr(obj, "__module__", None)).startswith("cubejit.")
         ):
             return PyObject(obj, spelling)
         kind = type(obj).__name__
         hint = ""
         if callable(obj) and getattr(obj, "__name__", None) in _MATH_NAMES:
             hint = f"; use cj.{obj.__name__}"  # type: ignore[union-attr]
-        elif isinstance(obj, bool | int | float):
-            hint = "; pass it as a cj.Comptime parameter (or a scalar parameter)"
+        elif hasattr(obj, "__array_interface__") or hasattr(obj, "__cuda_array_interface__"):
+            hint = "; pass it to the kernel as a cj.Array parameter"
         raise Problem(
             f"`{spelling}` is a Python {kind} captured from outside the kernel, "
             f"which is not supported ({kernel_sees()}){hint}",
@@ -401,6 +417,16 @@ class ExpressionRules(Builder):
         then: tuple[Stmt, ...] = (*then_stmts, Assign(name, a))
         self.emit(If(cond, then, (*else_stmts, Assign(name, b))))
         return Var(name, a.type)
+
+
+def captured_number(obj: object) -> bool | int | float | None:
+    """The value of a number or bool captured from outside a kernel (Python's, or a numpy
+    scalar's), or None for any other object."""
+    if isinstance(obj, bool | int | float):
+        return obj
+    if isinstance(obj, np.bool_ | np.integer | np.floating):
+        return obj.item()  # type: ignore[no-any-return]
+    return None
 
 
 _KNOWN_OBJECTS = (

@@ -15,6 +15,8 @@ import enum
 import types
 from typing import Any
 
+import numpy as np
+
 from cubejit.compile.id import stable_digest
 from cubejit.ir.types import ArrayType, Scalar, TensorType
 from cubejit.lang.annotations import ComptimeType
@@ -48,6 +50,8 @@ def _meaning(obj: Any) -> Any:
         return ("module", obj.__name__)
     if obj is None or isinstance(obj, bool | int | float | str):
         return ("value", obj)
+    if isinstance(obj, np.bool_ | np.integer | np.floating):
+        return ("value", obj.item())
     name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
     module = getattr(obj, "__module__", None)
     if isinstance(name, str):

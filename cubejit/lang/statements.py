@@ -8,11 +8,16 @@ a ``return``, ``break`` or ``continue`` are never run by Python and are not tran
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
 from cubejit.ir.nodes import (
     Assign,
+    Binary,
+    BinaryOp,
     Break,
+    Const,
     Continue,
+    Expr,
     If,
     Load,
     Return,
@@ -21,13 +26,14 @@ from cubejit.ir.nodes import (
     TensorIndex,
     Unary,
     UnaryOp,
+    Var,
     While,
 )
 from cubejit.ir.types import Scalar, TensorType, bool_
 from cubejit.lang.calls import CallRules
 from cubejit.lang.expressions import BINARY_OPS, tensor_index_nodes
 from cubejit.lang.frame import ConstBinding, LocalBinding
-from cubejit.lang.loops import LoopRules
+from cubejit.lang.loops import JUMPED, RETURNED, LoopRules, meet
 from cubejit.lang.operators import binary
 from cubejit.lang.signature import annotation_of
 from cubejit.lang.source import Problem, Spelling
@@ -42,29 +48,57 @@ from cubejit.lang.values import (
     typed,
 )
 
-RETURNED, JUMPED = "returned", "jumped"
-
 
 class StatementRules(LoopRules, CallRules):
     """The statement half of the translator."""
 
     def block_of(self, stmts: list[ast.stmt]) -> bool:
-        """Translates ``stmts`` into the current block; whether every path returned."""
-        for stmt in stmts:
+        """Translates ``stmts`` into the current block; whether every path returned. After a
+        statement that may have set a jump flag, the rest runs under ``if not flag``."""
+        frame = self.frame
+        for index, stmt in enumerate(stmts):
+            raised = len(frame.raised)
             ending = self.stmt(stmt)
             if ending is not None:
+                frame.defined = None
                 return ending == RETURNED
+            flags = list(dict.fromkeys(frame.raised[raised:]))
+            if flags and index + 1 < len(stmts):
+                return self.guarded(flags, lambda rest=stmts[index + 1 :]: self.block_of(rest))
         return False
 
-    def branch(self, stmts: list[ast.stmt]) -> tuple[tuple[Stmt, ...], bool]:
-        """``stmts`` as a block of their own, run only on some paths."""
-        self.frame.branch_depth += 1
+    def guarded(self, flags: list[str], translate: Callable[[], bool]) -> bool:
+        """Emits what ``translate`` translates under ``if not (flag or ...)``; whether every
+        path returned (those that set a flag did when each flag is a function's return)."""
+        frame = self.frame
+        before = None if frame.defined is None else set(frame.defined)
+        cond: Expr = Var(flags[0], bool_)
+        for flag in flags[1:]:
+            cond = Binary(BinaryOp.OR, cond, Var(flag, bool_), bool_)
+        frame.branch_depth += 1
+        try:
+            with self.capture() as block:
+                returned = translate()
+        finally:
+            frame.branch_depth -= 1
+        self.emit(If(Unary(UnaryOp.NOT, cond, bool_), tuple(block)))
+        frame.defined = meet(before, frame.defined)
+        return returned and all(flag == frame.return_flag for flag in flags)
+
+    def branch(self, stmts: list[ast.stmt]) -> tuple[tuple[Stmt, ...], bool, set[str] | None]:
+        """``stmts`` as a block of their own, run only on some paths: the block, whether it
+        returned, and the names defined where it falls through (None: it never does)."""
+        frame = self.frame
+        before = frame.defined
+        frame.defined = None if before is None else set(before)
+        frame.branch_depth += 1
         try:
             with self.capture() as block:
                 returned = self.block_of(stmts)
         finally:
-            self.frame.branch_depth -= 1
-        return tuple(block), returned
+            frame.branch_depth -= 1
+        after, frame.defined = frame.defined, before
+        return tuple(block), returned, after
 
     def stmt(self, node: ast.stmt) -> str | None:
         """Translates one statement; says whether it returned or jumped out of the block."""
@@ -204,6 +238,8 @@ class StatementRules(LoopRules, CallRules):
                 unsupported=True,
             )
         scalar = self.as_scalar(value, node)
+        if frame.defined is not None:
+            frame.defined.add(name)
         if isinstance(binding, LocalBinding):
             self.emit(Assign(binding.ir_name, coerce(scalar, binding.type, f"`{name}`")))
             return
@@ -217,32 +253,40 @@ class StatementRules(LoopRules, CallRules):
         if isinstance(cond, Literal):
             returned = self.block_of(node.body if cond.value else node.orelse)
             return RETURNED if returned else None
-        then, then_returned = self.branch(node.body)
-        orelse, else_returned = self.branch(node.orelse)
+        then, then_returned, then_defined = self.branch(node.body)
+        orelse, else_returned, else_defined = self.branch(node.orelse)
         self.emit(If(cond, then, orelse))
-        return RETURNED if then_returned and else_returned else None
+        self.frame.defined = meet(then_defined, else_defined)
+        if then_returned and else_returned:
+            return RETURNED
+        return JUMPED if then_defined is None and else_defined is None else None
 
     def stmt_Break(self, node: ast.Break) -> str:
         self._jump("break")
-        self.emit(Break())
         return JUMPED
 
     def stmt_Continue(self, node: ast.Continue) -> str:
         self._jump("continue")
-        self.emit(Continue())
         return JUMPED
 
     def _jump(self, word: str) -> None:
-        loops = self.frame.loops
-        if not loops:
+        """``break`` or ``continue``: the IR's own in a loop; in a ``cj.unroll`` loop, the
+        loop's flag is set and what it skips is guarded (see :meth:`block_of`)."""
+        frame = self.frame
+        if not frame.loops:
             raise Problem(f"`{word}` outside a loop")
-        if loops[-1] == "unroll":
-            raise Problem(
-                f"`{word}` inside a cj.unroll loop is not supported (the loop is "
-                f"expanded, there is nothing to jump in); use a plain "
-                f"`for ... in range(...)`, or an `if` around the body",
-                unsupported=True,
-            )
+        loop = frame.loops[-1]
+        if loop.kind == "loop":
+            self.emit(Break() if word == "break" else Continue())
+            return
+        if word == "break":
+            loop.break_flag = loop.break_flag or self.declare(frame.prefix + "broke", bool_)
+            flag = loop.break_flag
+        else:
+            loop.continue_flag = loop.continue_flag or self.declare(frame.prefix + "skip", bool_)
+            flag = loop.continue_flag
+        self.emit(Assign(flag, Const(True, bool_)))
+        frame.raised.append(flag)
 
     def stmt_Return(self, node: ast.Return) -> str:
         frame = self.frame
@@ -261,6 +305,8 @@ class StatementRules(LoopRules, CallRules):
             )
         frame.returns_value = has_value
         if node.value is None:
+            if frame.loops:
+                self._leave_loops()
             return RETURNED
         value = self.scalar(node.value)
         if frame.return_type is not None:
@@ -278,7 +324,20 @@ class StatementRules(LoopRules, CallRules):
                 coerce(value, t, "the function's result (its first return decides its type)"),
             )
         )
+        if frame.loops:
+            self._leave_loops()
         return RETURNED
+
+    def _leave_loops(self) -> None:
+        """A function's ``return`` inside a loop: the return flag is set, and the loop left;
+        the code after each loop it leaves runs only where the flag is not set."""
+        frame = self.frame
+        if frame.return_flag is None:
+            frame.return_flag = self.declare(frame.prefix + "returned", bool_)
+        self.emit(Assign(frame.return_flag, Const(True, bool_)))
+        frame.raised.append(frame.return_flag)
+        if frame.loops[-1].kind == "loop":
+            self.emit(Break())
 
     def stmt_While(self, node: ast.While) -> None:
         if node.orelse:
@@ -293,7 +352,9 @@ class StatementRules(LoopRules, CallRules):
             if test_stmts:
                 self.block.extend(test_stmts)
                 self.emit(If(Unary(UnaryOp.NOT, coerce(cond, bool_, "`while`"), bool_), (Break(),)))
+            raised = len(self.frame.raised)
             self.loop_body(node.body, "loop")
         loop_cond = coerce(cond if not test_stmts else Literal(True), bool_, "`while`")
         self.emit(While(loop_cond, tuple(body)))
+        self.after_loop(raised)
         return None

@@ -15,16 +15,38 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cubejit.ir.nodes import Const, Expr, Load, sub_exprs
+from cubejit.ir.nodes import BinaryOp, Const, Expr, Load, MathFn, UnaryOp
+from cubejit.ir.traversal import operands
 from cubejit.ir.types import BufferType, Kind, Scalar, bool_, f32, i32
+from cubejit.lang.folding import float_binary, float_math, round_float
 from cubejit.lang.source import Problem, Spelling
 
 
 @dataclass(frozen=True, slots=True)
 class Literal:
-    """A constant whose type the context decides."""
+    """A constant whose type the context decides.
+
+    A float folded from other constants keeps how it was made (``recipe``), so that where it
+    takes a float type it is computed in that type, as the same expression would be at run
+    time: ``x * (1.0 / 3.0)`` with an ``f64`` ``x`` divides in ``f64``.
+    """
 
     value: bool | int | float
+    """The value in the type the constant takes alone (``f32`` for a folded float)."""
+    recipe: tuple[BinaryOp | UnaryOp | MathFn, tuple[Literal, ...]] | None = None
+    """For a float folded from other constants: the operation and its operands."""
+
+    def float_in(self, t: Scalar) -> float:
+        """The value as the float type ``t`` computes it."""
+        if self.recipe is None:
+            return round_float(float(self.value), t)
+        op, args = self.recipe
+        values = [a.float_in(t) for a in args]
+        if isinstance(op, BinaryOp):
+            return float(float_binary(op, values[0], values[1], t))
+        if isinstance(op, UnaryOp):
+            return -values[0]
+        return float_math(op, values, t)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +92,9 @@ def int_range(t: Scalar) -> tuple[int, int]:
     return -(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1
 
 
-def const_of(value: bool | int | float, t: Scalar) -> Const:
-    """``value`` as a constant of ``t``, or a :class:`Problem` saying why it cannot be one."""
+def const_of(literal: Literal, t: Scalar) -> Const:
+    """``literal`` as a constant of ``t``, or a :class:`Problem` saying why it cannot be one."""
+    value = literal.value
     if t.kind is Kind.BOOL:
         if isinstance(value, bool):
             return Const(value, t)
@@ -85,7 +108,7 @@ def const_of(value: bool | int | float, t: Scalar) -> Const:
             f"cast it with cj.{t}(...) if that is meant"
         )
     if t.is_float:
-        return Const(float(value), t)
+        return Const(float(value) if literal.recipe is None else literal.float_in(t), t)
     if isinstance(value, float):
         raise Problem(
             f"the float constant {value!r} cannot be an integer ({t}); write an integer "
@@ -103,7 +126,7 @@ def const_of(value: bool | int | float, t: Scalar) -> Const:
 def typed(value: Scalarish) -> Expr:
     """``value`` with a type: a literal gets its default one."""
     if isinstance(value, Literal):
-        return const_of(value.value, default_type(value.value))
+        return const_of(value, default_type(value.value))
     return value
 
 
@@ -111,7 +134,7 @@ def coerce(value: Scalarish, t: Scalar, what: str | Spelling) -> Expr:
     """``value`` where a ``t`` is required (``what`` names the place in messages): a literal
     becomes a constant of ``t``; a typed value must already be a ``t`` (no silent conversion)."""
     if isinstance(value, Literal):
-        return const_of(value.value, t)
+        return const_of(value, t)
     if value.type != t:
         raise Problem(
             f"{what} is {t} but the value is {value.type}; cast it explicitly: cj.{t}(...)"
@@ -141,4 +164,4 @@ def contains_load(expr: Expr) -> bool:
     """Whether evaluating ``expr`` reads an array (so its value may change when code runs)."""
     if isinstance(expr, Load):
         return True
-    return any(contains_load(e) for e in sub_exprs(expr))
+    return any(contains_load(e) for e in operands(expr))

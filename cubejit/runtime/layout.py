@@ -19,8 +19,10 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from cubejit.ir.nodes import KernelIR, Param, Store, walk_stmts
+from cubejit.ir.nodes import KernelIR, Param
+from cubejit.ir.traits import block_traits
 from cubejit.ir.types import SCALARS, ArrayType, Scalar, TensorType
+from cubejit.ir.values import declared
 
 U32_MAX = 2**32 - 1
 """The most elements a buffer may hold, and the farthest element a tensor may reach: lengths,
@@ -121,8 +123,8 @@ class ParamSlot:
 
 
 def written_buffers(kernel: KernelIR) -> frozenset[str]:
-    """The array and tensor parameters ``kernel`` stores into."""
-    return frozenset(s.array for s in walk_stmts(kernel.body) if isinstance(s, Store))
+    """The array and tensor parameters ``kernel`` stores into, as its traits say."""
+    return frozenset(a.buffer for a in block_traits(kernel.body, declared(kernel)).writes)
 
 
 def param_slots(

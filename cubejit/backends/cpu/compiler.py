@@ -23,6 +23,7 @@ from typing import Any
 
 from cubejit import config
 from cubejit.backends.cpu.artifact import CpuArtifact
+from cubejit.backends.cpu.capabilities import cpu_capabilities
 from cubejit.backends.cpu.codegen import ENTRY, translation_unit
 from cubejit.backends.cpu.fingerprint import compile_flags
 from cubejit.backends.cpu.layout import variant_parts
@@ -30,6 +31,7 @@ from cubejit.backends.cpu.vector_math import link_libraries
 from cubejit.compile.id import ArtifactId
 from cubejit.errors import CompilationError, ValidationError
 from cubejit.ir.types import TensorType
+from cubejit.ir.validate import validate_for
 from cubejit.runtime.layout import ParamSlot, contiguity, kernel_slots
 from cubejit.runtime.limits import DeviceLimits
 
@@ -104,6 +106,7 @@ class CpuCompiler:
 
     def __init__(self, limits: DeviceLimits = CPU_LIMITS) -> None:
         self.limits = limits
+        self.capabilities = cpu_capabilities(limits)
         self._runs = CompilerRuns()
 
     @property
@@ -128,6 +131,7 @@ class CpuCompiler:
                 f"kernel {kernel.name} ({where}): {e}", kernel=kernel.name
             ) from None
         kernel_ir = kernel.define()
+        validate_for(kernel_ir, self.capabilities, cube_dim)  # type: ignore[arg-type]
         recording.defined(str(kernel_ir))
         contiguous = contiguity(kernel_ir, mask)
         source = translation_unit(kernel_ir, cube_dim, align, contiguous)  # type: ignore[arg-type]

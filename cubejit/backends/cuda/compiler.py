@@ -16,12 +16,14 @@ from typing import Any
 
 from cubejit.backends.cuda import nvrtc
 from cubejit.backends.cuda.artifact import ENTRY_POINT, CudaArtifact, ParamSlot, param_slots
+from cubejit.backends.cuda.capabilities import cuda_capabilities
 from cubejit.backends.cuda.coarsening import FACTOR, NO_ALIAS, coarsen
 from cubejit.backends.cuda.dialect import cuda_source, needs_half_headers
 from cubejit.backends.cuda.driver import ARCHITECTURAL_LIMITS, CudaLimits
 from cubejit.compile.id import ArtifactId
 from cubejit.errors import UnsupportedError
 from cubejit.ir.types import TensorType
+from cubejit.ir.validate import validate_for
 from cubejit.runtime.layout import contiguity
 
 
@@ -57,6 +59,7 @@ class CudaCompiler:
     ) -> None:
         self.arch = arch
         self.limits = limits
+        self.capabilities = cuda_capabilities(limits)
         self.on_compile = on_compile
         self._lock = threading.Lock()
         self._compilations = 0
@@ -90,6 +93,7 @@ class CudaCompiler:
             )
         self.limits.check_cube_dim(kernel.cube_dim, kernel.name, where)
         ir = kernel.define()
+        validate_for(ir, self.capabilities, kernel.cube_dim)
         recording.defined(str(ir))
         needs_half = needs_half_headers(ir)
         if needs_half and nvrtc.half_include_dir() is None:

@@ -32,7 +32,8 @@ from cubejit.backends.cstyle import (
 from cubejit.backends.cuda.artifact import ENTRY_POINT
 from cubejit.backends.cuda.coarsening import FACTOR, Coarsened, written_arrays
 from cubejit.ir import nodes as ir
-from cubejit.ir.types import ArrayType, Scalar, TensorType, bf16, f16, f32, f64
+from cubejit.ir.traversal import walk_exprs
+from cubejit.ir.types import SCALARS, ArrayType, Scalar, TensorType, bf16, f16, f32, f64
 
 _AXES = ("x", "y", "z")
 _HALVES = frozenset({"f16", "bf16"})
@@ -44,8 +45,12 @@ class CudaDialect(Dialect):
 
     type_names = {
         "bool": "bool",
+        "i8": "signed char",
+        "i16": "short",
         "i32": "int",
         "i64": "long long",
+        "u8": "unsigned char",
+        "u16": "unsigned short",
         "u32": "unsigned int",
         "u64": "unsigned long long",
         "f16": "__half",
@@ -92,6 +97,32 @@ class CudaDialect(Dialect):
             return f"(({self.type_name(target)})({code}))"
         return super().cast(code, source, target)
 
+    def bitcast(self, code: str, source: Scalar, target: Scalar) -> str | None:
+        """Through the unsigned integer of the width, with CUDA's reinterpreting intrinsics."""
+        if source.is_int and target.is_int:
+            return super().bitcast(code, source, target)
+        unsigned = self.type_name(SCALARS[f"u{source.bits}"])
+        if source.is_float:
+            bits = _TO_BITS[source.name].format(code)
+        else:
+            bits = f"(({unsigned})({code}))"
+        if target.is_float:
+            return _FROM_BITS[target.name].format(bits)
+        return f"(({self.type_name(target)})({bits}))"
+
+
+_TO_BITS = {
+    "f16": "__half_as_ushort({})",
+    "bf16": "__bfloat16_as_ushort({})",
+    "f32": "__float_as_uint({})",
+    "f64": "((unsigned long long)__double_as_longlong({}))",
+}
+_FROM_BITS = {
+    "f16": "__ushort_as_half({})",
+    "bf16": "__ushort_as_bfloat16({})",
+    "f32": "__uint_as_float({})",
+    "f64": "__longlong_as_double((long long)({}))",
+}
 
 DIALECT = CudaDialect()
 
@@ -117,7 +148,7 @@ def needs_half_headers(kernel: ir.KernelIR) -> bool:
         p.type.elem if isinstance(p.type, ArrayType | TensorType) else p.type for p in kernel.params
     ]
     types += [local.type for local in kernel.locals]
-    types += [e.type for e in ir.walk_exprs(kernel.body)]
+    types += [e.type for e in walk_exprs(kernel.body)]
     return any(t in (f16, bf16) for t in types)
 
 

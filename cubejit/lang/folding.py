@@ -1,0 +1,215 @@
+"""Constant folding that computes what the generated code computes.
+
+An expression of constants only is folded when the kernel is translated, and its value must be
+the one the same expression gives at run time, on either backend: floats in their own type with
+IEEE results (``log(0.0)`` is ``-inf``, ``0.0 / 0.0`` NaN, ``ceil(-0.5)`` is ``-0.0``), never a
+Python exception; integers by the language's rules (``//`` and ``%`` by zero give 0, a shift by
+the width or more gives 0, or -1 for a negative shifted right). Floats are computed with numpy's
+scalar types, whose arithmetic is IEEE's; ``f16`` and ``bf16`` values are computed in ``f32``
+and rounded once to their type, as the backends do.
+
+Integer constants stay exact (Python ints): an untyped constant has no width to wrap in, so a
+result that does not fit the type it later takes is a compile error rather than a silent wrap.
+Outside ``-2**63`` to ``2**64 - 1`` a constant fits no integer of the language and is refused
+at once.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable
+from fractions import Fraction
+
+import numpy as np
+
+from cubejit.ir.nodes import BinaryOp, MathFn, UnaryOp
+from cubejit.ir.types import Kind, Scalar, bf16, f64, round_float
+from cubejit.lang.source import Problem
+
+INT_LIMIT = 1 << 64
+"""Integer constants lie in ``[-2**63, INT_LIMIT)``: every value of ``i64`` and ``u64``."""
+
+_DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
+
+_UNARY_MATH = {
+    MathFn.SQRT: np.sqrt,
+    MathFn.EXP: np.exp,
+    MathFn.LOG: np.log,
+    MathFn.SIN: np.sin,
+    MathFn.COS: np.cos,
+    MathFn.TAN: np.tan,
+    MathFn.TANH: np.tanh,
+    MathFn.FLOOR: np.floor,
+    MathFn.CEIL: np.ceil,
+    MathFn.ABS: np.abs,
+    MathFn.ASIN: np.arcsin,
+    MathFn.ACOS: np.arccos,
+    MathFn.ATAN: np.arctan,
+    MathFn.SINH: np.sinh,
+    MathFn.COSH: np.cosh,
+    MathFn.ASINH: np.arcsinh,
+    MathFn.ACOSH: np.arccosh,
+    MathFn.ATANH: np.arctanh,
+    MathFn.ROUND: np.rint,
+    MathFn.TRUNC: np.trunc,
+    MathFn.EXP2: np.exp2,
+    MathFn.LOG2: np.log2,
+}
+_BINARY_MATH = {
+    MathFn.MIN: np.fmin,
+    MathFn.MAX: np.fmax,
+    MathFn.POW: np.power,
+    MathFn.ATAN2: np.arctan2,
+    MathFn.HYPOT: np.hypot,
+}
+_FLOAT_BINARY = {
+    BinaryOp.ADD: np.add,
+    BinaryOp.SUB: np.subtract,
+    BinaryOp.MUL: np.multiply,
+    BinaryOp.DIV: np.divide,
+    BinaryOp.FLOORDIV: np.floor_divide,
+    BinaryOp.MOD: np.remainder,
+    BinaryOp.POW: np.power,
+    BinaryOp.EQ: np.equal,
+    BinaryOp.NE: np.not_equal,
+    BinaryOp.LT: np.less,
+    BinaryOp.LE: np.less_equal,
+    BinaryOp.GT: np.greater,
+    BinaryOp.GE: np.greater_equal,
+}
+
+
+def _compute_dtype(t: Scalar) -> type[np.floating]:
+    """The numpy type a value of ``t`` is computed in: its own, or ``f32`` for bf16."""
+    return np.float32 if t == bf16 else _DTYPES[t.name]
+
+
+def _math_dtype(t: Scalar) -> type[np.floating]:
+    """Math functions of half types run in ``f32``, as both backends call them."""
+    return np.float64 if t == f64 else np.float32
+
+
+def float_binary(op: BinaryOp, a: float, b: float, t: Scalar) -> float | bool:
+    """``a op b`` for operands of the float type ``t``: a float of ``t``, or a bool."""
+    dtype = _compute_dtype(t) if op is not BinaryOp.POW else _math_dtype(t)
+    with np.errstate(all="ignore"):
+        result = _FLOAT_BINARY[op](dtype(a), dtype(b))
+    if op.is_comparison:
+        return bool(result)
+    return round_float(float(result), t)
+
+
+def float_math(fn: MathFn, args: list[float], t: Scalar) -> float:
+    """``fn(*args)`` in the float type ``t``, IEEE's answer for every operand."""
+    dtype = _math_dtype(t)
+    if fn is MathFn.FMA:
+        return round_float(_fma(*(float(dtype(a)) for a in args)), t)
+    if fn is MathFn.ERF:
+        x = float(dtype(args[0]))
+        return round_float(math.erf(x) if not math.isnan(x) else x, t)
+    with np.errstate(all="ignore"):
+        if fn in _UNARY_MATH:
+            result = _UNARY_MATH[fn](dtype(args[0]))
+        else:
+            result = _BINARY_MATH[fn](dtype(args[0]), dtype(args[1]))
+    return round_float(float(result), t)
+
+
+def _fma(a: float, b: float, c: float) -> float:
+    """``a * b + c`` rounded once (to ``f64``; exact where all three are finite)."""
+    if all(math.isfinite(v) for v in (a, b, c)):
+        exact = Fraction(a) * Fraction(b) + Fraction(c)
+        if exact == 0:
+            return a * b + c
+        try:
+            return float(exact)
+        except OverflowError:
+            return math.copysign(math.inf, exact)
+    with np.errstate(all="ignore"):
+        return float(np.float64(a) * np.float64(b) + np.float64(c))
+
+
+def check_int(value: int, text: object) -> int:
+    """``value``, or a :class:`Problem` when it is beyond every integer of the language."""
+    if not -(INT_LIMIT >> 1) <= value < INT_LIMIT:
+        raise Problem(
+            f"the constant `{text}` is too large for the language's integers (i64 and u64 "
+            f"together hold -2**63 to 2**64 - 1)"
+        )
+    return value
+
+
+def int_binary(op: BinaryOp, a: int, b: int, text: object) -> int | bool:
+    """``a op b`` on exact integers, by the language's rules where C and Python differ."""
+    if op is BinaryOp.FLOORDIV:
+        return 0 if b == 0 else a // b
+    if op is BinaryOp.MOD:
+        return 0 if b == 0 else a % b
+    if op is BinaryOp.SHL:
+        if b < 0 or (b >= 128 and a != 0):
+            return 0 if b < 0 else check_int(1 << 128, text)
+        return check_int(a << b, text)
+    if op is BinaryOp.SHR:
+        if b < 0:
+            return -1 if a < 0 else 0
+        return a >> b
+    if op is BinaryOp.POW:
+        return _int_pow(a, b, text)
+    result = _INT_OPS[op](a, b)
+    return result if isinstance(result, bool) else check_int(result, text)
+
+
+def _int_pow(a: int, b: int, text: object) -> int:
+    """Integer ``a ** b``; a negative exponent gives what the backends give: 1 for a base of 1,
+    ±1 for -1, else 0."""
+    if b < 0:
+        return 1 if a == 1 else (-1 if b % 2 else 1) if a == -1 else 0
+    if a in (0, 1, -1) or b <= 128:
+        return check_int(a**b, text)
+    return check_int(INT_LIMIT, text)
+
+
+def int_unary(op: UnaryOp, a: int, text: object) -> int:
+    return check_int(-a if op is UnaryOp.NEG else ~a, text)
+
+
+def float_to_int(value: float, t: Scalar) -> int:
+    """A float converted to the integer type ``t``: truncated, saturating at ``t``'s bounds,
+    NaN to 0 (PTX's ``cvt.rzi.sat``, which the CPU's helper copies)."""
+    if math.isnan(value):
+        return 0
+    low, high = (0, (1 << t.bits) - 1) if t.kind is Kind.UINT else _signed(t.bits)
+    if value >= high:
+        return high
+    if value <= low:
+        return low
+    return int(value)
+
+
+def wrap_int(value: int, t: Scalar) -> int:
+    """``value`` reduced modulo ``2**bits`` into the range of the integer type ``t``."""
+    value &= (1 << t.bits) - 1
+    if t.kind is Kind.INT and value >= 1 << (t.bits - 1):
+        value -= 1 << t.bits
+    return value
+
+
+def _signed(bits: int) -> tuple[int, int]:
+    return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+
+
+_INT_OPS: dict[BinaryOp, Callable[[int, int], int | bool]] = {
+    BinaryOp.ADD: operator.add,
+    BinaryOp.SUB: operator.sub,
+    BinaryOp.MUL: operator.mul,
+    BinaryOp.BITAND: operator.and_,
+    BinaryOp.BITOR: operator.or_,
+    BinaryOp.BITXOR: operator.xor,
+    BinaryOp.EQ: operator.eq,
+    BinaryOp.NE: operator.ne,
+    BinaryOp.LT: operator.lt,
+    BinaryOp.LE: operator.le,
+    BinaryOp.GT: operator.gt,
+    BinaryOp.GE: operator.ge,
+}

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
         UNIT_POS_Z,
         Array,
         Comptime,
+        Tensor,
         abs,
         acos,
         acosh,
@@ -104,6 +105,7 @@ else:
     from cubejit.lang import (
         Array,
         Comptime,
+        Tensor,
         abs,
         acos,
         acosh,
@@ -198,6 +200,7 @@ __all__ = [
     "KernelSpec",
     "LaunchError",
     "StoreError",
+    "Tensor",
     "UnsupportedError",
     "ValidationError",
     "abs",

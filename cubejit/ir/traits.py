@@ -126,7 +126,9 @@ def _buffer_read(e: ir.Expr) -> str | None:
     """The buffer ``e`` itself (not its operands) reads an element of, if any."""
     if isinstance(e, ir.Load):
         return e.array
-    if isinstance(e, ir.Const | ir.Var | ir.PositionOf | ir.Length):
+    if isinstance(e, ir.Const | ir.Var | ir.PositionOf | ir.Length | ir.Shape | ir.Stride):
+        return None
+    if isinstance(e, ir.TensorIndex):
         return None
     if isinstance(e, ir.Unary | ir.Binary | ir.Cast | ir.Bitcast | ir.Math | ir.Select):
         return None

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import assert_never
 
 from cubejit.ir.nodes import Expr, KernelIR
-from cubejit.ir.types import ArrayType, Scalar
+from cubejit.ir.types import ArrayType, Scalar, TensorType
 
 
 class MemorySpace(enum.Enum):
@@ -93,6 +93,10 @@ def declared(kernel: KernelIR) -> Mapping[str, Value]:
         elif isinstance(t, ArrayType):
             values[param.name] = Value(
                 param.name, ValueKind.GLOBAL_BUFFER, Item(t.elem), MemorySpace.GLOBAL, 1
+            )
+        elif isinstance(t, TensorType):
+            values[param.name] = Value(
+                param.name, ValueKind.GLOBAL_BUFFER, Item(t.elem), MemorySpace.GLOBAL, t.rank or 1
             )
         else:
             assert_never(t)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from cubejit.ir.nodes import KernelIR, Local, Param
-from cubejit.ir.types import ArrayType, Scalar
+from cubejit.ir.types import ArrayType, Scalar, TensorType
 from cubejit.lang.annotations import ParamAnnotation
 from cubejit.lang.folding import check_int
 from cubejit.lang.frame import ConstBinding, Frame, LocalBinding
@@ -33,11 +33,13 @@ def translate(
     Raises :class:`~cubejit.errors.CompilationError` (or ``UnsupportedError``) naming the kernel,
     the file and line, and what to write instead.
     """
-    params = tuple(Param(name, t) for name, t in signature if isinstance(t, Scalar | ArrayType))
+    params = tuple(
+        Param(name, t) for name, t in signature if isinstance(t, Scalar | ArrayType | TensorType)
+    )
     translator = Translator(source.name, params)
     frame = Frame(source, "", source.assigned)
     for name, t in signature:
-        if isinstance(t, ArrayType):
+        if isinstance(t, ArrayType | TensorType):
             frame.env[name] = ArrayRef(name, t)
         elif isinstance(t, Scalar):
             frame.env[name] = LocalBinding(name, t)
@@ -45,7 +47,7 @@ def translate(
     translator.frames.append(frame)
     try:
         for name, t in signature:
-            if not isinstance(t, Scalar | ArrayType):
+            if not isinstance(t, Scalar | ArrayType | TensorType):
                 frame.env[name] = ConstBinding(_comptime(source, name, comptime[name]), "comptime")
         translator.block_of(source.tree.body)
     except Problem as problem:

@@ -38,6 +38,16 @@ PROBE = textwrap.dedent("""\
             x["a"] = 1.0
 
 
+    @cj.kernel
+    def planes(t: cj.Tensor[cj.f32], out: cj.Tensor[cj.f32]):
+        i = cj.ABSOLUTE_POS
+        if i < t.len():
+            row = t.coordinate(i, 0)
+            col = t.coordinate(i, t.rank() - 1)
+            reveal_type(t[row, col] * cj.f32(t.shape(0) + t.stride(1)))
+            out[row, col] = t[row, col]
+
+
     reveal_type(probe)
     """)
 
@@ -68,6 +78,7 @@ def test_the_showcase_the_examples_and_a_probe_type_check_as_the_language_means(
         f'"{kinds}.u32"',
         '"int"',
         f'"{kinds}.u32"',
+        f'"{kinds}.f32"',
         '"cubejit.lang.kernel.Kernel"',
     ]
     errors = [line for line in problems if ": error:" in line]

@@ -29,6 +29,7 @@ from cubejit.ir.nodes import (
     While,
 )
 from cubejit.ir.types import Scalar, bool_
+from cubejit.lang.builder import Retranslate
 from cubejit.lang.calls import CallRules
 from cubejit.lang.expressions import BINARY_OPS
 from cubejit.lang.frame import ConstBinding, LocalBinding
@@ -44,6 +45,7 @@ from cubejit.lang.values import (
     Value,
     coerce,
     contains_load,
+    exact_in,
     typed,
 )
 
@@ -223,10 +225,24 @@ class StatementRules(LoopRules, CallRules):
         if frame.defined is not None:
             frame.defined.add(name)
         if isinstance(binding, LocalBinding):
+            literal = self.from_literal.get(binding.ir_name)
+            if (
+                literal is not None
+                and not isinstance(scalar, Literal)
+                and scalar.type != binding.type
+                and binding.ir_name not in self.retyped
+                and exact_in(literal, scalar.type)
+            ):
+                raise Retranslate({**self.retyped, binding.ir_name: scalar.type})
             self.emit(Assign(binding.ir_name, coerce(scalar, binding.type, f"`{name}`")))
             return
-        expr = typed(scalar)
-        ir_name = self.declare(frame.prefix + name, expr.type)
+        ir_name = self.fresh(frame.prefix + name)
+        if isinstance(scalar, Literal):
+            self.from_literal[ir_name] = scalar
+            expr = coerce(scalar, self.retyped.get(ir_name) or typed(scalar).type, f"`{name}`")
+        else:
+            expr = scalar
+        self.locals[ir_name] = expr.type
         frame.env[name] = LocalBinding(ir_name, expr.type)
         self.emit(Assign(ir_name, expr))
 

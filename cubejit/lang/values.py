@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 from cubejit.ir.nodes import BinaryOp, Const, Expr, Load, MathFn, UnaryOp
 from cubejit.ir.traversal import operands
-from cubejit.ir.types import ArrayType, Kind, Scalar, bool_, f32, i32
-from cubejit.lang.folding import float_binary, float_math, round_float
+from cubejit.ir.types import ArrayType, Kind, Scalar, bool_, f32, i32, round_float
+from cubejit.lang.folding import float_binary, float_math
 from cubejit.lang.source import Problem, Spelling
 
 
@@ -68,6 +68,16 @@ class PyObject:
 Value = Expr | Literal | ArrayRef | PyObject
 Scalarish = Expr | Literal
 """A value that is a single number or bool."""
+
+
+class TypeMix(Problem):
+    """Two types met where one is needed. ``wanted`` pairs each typed value with a type it
+    would have had to be, so the translator may retype a local that was first assigned a bare
+    literal (see :class:`~cubejit.lang.builder.Builder`) instead of reporting the mix."""
+
+    def __init__(self, message: str, wanted: list[tuple[Expr, Scalar]]) -> None:
+        super().__init__(message)
+        self.wanted = wanted
 
 
 def default_type(value: bool | int | float) -> Scalar:
@@ -136,8 +146,9 @@ def coerce(value: Scalarish, t: Scalar, what: str | Spelling) -> Expr:
     if isinstance(value, Literal):
         return const_of(value, t)
     if value.type != t:
-        raise Problem(
-            f"{what} is {t} but the value is {value.type}; cast it explicitly: cj.{t}(...)"
+        raise TypeMix(
+            f"{what} is {t} but the value is {value.type}; cast it explicitly: cj.{t}(...)",
+            [(value, t)],
         )
     return value
 
@@ -150,9 +161,10 @@ def unify(values: list[Scalarish], what: str | Spelling) -> list[Expr]:
         t = typed_values[0].type
         for other in typed_values[1:]:
             if other.type != t:
-                raise Problem(
+                raise TypeMix(
                     f"{what} mixes {t} and {other.type}; cubejit never converts "
-                    f"silently: cast one side, e.g. cj.{t}(...) or cj.{other.type}(...)"
+                    f"silently: cast one side, e.g. cj.{t}(...) or cj.{other.type}(...)",
+                    [(v, u.type) for v in typed_values for u in typed_values if u.type != v.type],
                 )
     else:
         consts = [v.value for v in values if isinstance(v, Literal)]
@@ -165,3 +177,17 @@ def contains_load(expr: Expr) -> bool:
     if isinstance(expr, Load):
         return True
     return any(contains_load(e) for e in operands(expr))
+
+
+def exact_in(literal: Literal, t: Scalar) -> bool:
+    """Whether the constant ``literal`` means the same value as a ``t`` (a float constant is
+    never an integer, and a bool is only a bool)."""
+    v = literal.value
+    if isinstance(v, bool) or t.kind is Kind.BOOL:
+        return False
+    if t.is_float:
+        return round_float(float(v), t) == v
+    if isinstance(v, float):
+        return False
+    low, high = int_range(t)
+    return low <= v <= high

@@ -44,7 +44,13 @@ CASES = {
     "captured list": ("out[0] = TABLE", 1, cj.UnsupportedError, "Python list captured"),
     "foreign math": ("out[0] = math.sqrt(out[0])", 1, cj.UnsupportedError, "use cj.sqrt"),
     "mixed types": (
-        "k = 1\nout[0] = out[0] * k",
+        "k = x[0]\nout[0] = out[0] * k",
+        2,
+        cj.CompilationError,
+        "`out[0] * k` mixes f32 and i32",
+    ),
+    "a literal's local not exact in the other type": (
+        "k = 16777217\nout[0] = out[0] * k",
         2,
         cj.CompilationError,
         "`out[0] * k` mixes f32 and i32",

@@ -89,7 +89,8 @@ def fold_binary(op: BinaryOp, lhs: Literal, rhs: Literal, text: Spelling) -> Lit
         return Literal(result, None if isinstance(result, bool) else (op, (lhs, rhs)))
     if not numeric:
         return Literal(a == b if op is BinaryOp.EQ else a != b)
-    return Literal(int_binary(op, int(a), int(b), text))
+    result = int_binary(op, int(a), int(b), text)
+    return Literal(result, None if isinstance(result, bool) else (op, (lhs, rhs)))
 
 
 def binary(op: BinaryOp, lhs: Scalarish, rhs: Scalarish, text: Spelling) -> Scalarish:
@@ -158,7 +159,7 @@ def unary(op: UnaryOp, operand: Scalarish, text: Spelling) -> Scalarish:
             return Literal(not v)
         if isinstance(v, float):
             return Literal(-operand.float_in(f32), (op, (operand,)))
-        return Literal(int_unary(op, int(v), text))
+        return Literal(int_unary(op, int(v), text), (op, (operand,)))
     return Unary(op, operand, operand.type)
 
 

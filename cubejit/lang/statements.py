@@ -249,8 +249,9 @@ class StatementRules(LoopRules, CallRules):
     def stmt_If(self, node: ast.If) -> str | None:
         cond = self.condition(node.test, "`if`")
         if isinstance(cond, Literal):
-            returned = self.block_of(node.body if cond.value else node.orelse)
-            return RETURNED if returned else None
+            if self.block_of(node.body if cond.value else node.orelse):
+                return RETURNED
+            return JUMPED if self.frame.defined is None else None
         then, then_returned, then_defined = self.branch(node.body)
         orelse, else_returned, else_defined = self.branch(node.orelse)
         self.emit(If(cond, then, orelse))
@@ -337,7 +338,7 @@ class StatementRules(LoopRules, CallRules):
         if frame.loops[-1].kind == "loop":
             self.emit(Break())
 
-    def stmt_While(self, node: ast.While) -> None:
+    def stmt_While(self, node: ast.While) -> str | None:
         if node.orelse:
             raise Problem(
                 "`while ... else` is not supported; test after the loop", unsupported=True
@@ -346,13 +347,34 @@ class StatementRules(LoopRules, CallRules):
             cond = self.condition(node.test, "`while`")
         if isinstance(cond, Literal) and not cond.value:
             return None
-        with self.capture() as body:
-            if test_stmts:
+        raised = len(self.frame.raised)
+        if test_stmts:
+            exit_test = If(Unary(UnaryOp.NOT, coerce(cond, bool_, "`while`"), bool_), (Break(),))
+            node_body = node.body
+            with self.capture() as body:
                 self.block.extend(test_stmts)
-                self.emit(If(Unary(UnaryOp.NOT, coerce(cond, bool_, "`while`"), bool_), (Break(),)))
-            raised = len(self.frame.raised)
-            self.loop_body(node.body, "loop")
+                self.emit(exit_test)
+                self.block.extend(self.run_time_body(node_body))
+        else:
+            body = self.run_time_body(node.body)
         loop_cond = coerce(cond if not test_stmts else Literal(True), bool_, "`while`")
         self.emit(While(loop_cond, tuple(body)))
         self.after_loop(raised)
+        if isinstance(cond, Literal) and not _breaks(node.body):
+            self.frame.defined = None
+            return RETURNED
         return None
+
+
+def _breaks(stmts: list[ast.stmt]) -> bool:
+    """Whether a ``break`` in ``stmts`` leaves the loop they are the body of (one inside a
+    nested loop leaves that loop instead)."""
+    for stmt in stmts:
+        if isinstance(stmt, ast.Break):
+            return True
+        if isinstance(stmt, ast.For | ast.While):
+            continue
+        inner = [n for f in ("body", "orelse") for n in getattr(stmt, f, [])]
+        if _breaks(inner):
+            return True
+    return False

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from cubejit.ir.nodes import BinaryOp, Const, Expr, Load, MathFn, UnaryOp
 from cubejit.ir.traversal import operands
 from cubejit.ir.types import ArrayType, Kind, Scalar, bool_, f32, i32, round_float
-from cubejit.lang.folding import float_binary, float_math
+from cubejit.lang.folding import float_binary, float_math, typed_int_binary, wrap_int
 from cubejit.lang.source import Problem, Spelling
 
 
@@ -26,15 +26,16 @@ from cubejit.lang.source import Problem, Spelling
 class Literal:
     """A constant whose type the context decides.
 
-    A float folded from other constants keeps how it was made (``recipe``), so that where it
-    takes a float type it is computed in that type, as the same expression would be at run
-    time: ``x * (1.0 / 3.0)`` with an ``f64`` ``x`` divides in ``f64``.
+    A number folded from other constants keeps how it was made (``recipe``), so that where it
+    takes a type it is computed in that type, as the same expression would be at run time:
+    ``x * (1.0 / 3.0)`` with an ``f64`` ``x`` divides in ``f64``, and ``N * 2`` stored to an
+    ``i32`` wraps as an ``i32`` multiplication would.
     """
 
     value: bool | int | float
-    """The value in the type the constant takes alone (``f32`` for a folded float)."""
+    """The value: a float as ``f32`` computes it, an integer exactly."""
     recipe: tuple[BinaryOp | UnaryOp | MathFn, tuple[Literal, ...]] | None = None
-    """For a float folded from other constants: the operation and its operands."""
+    """For a number folded from other constants: the operation and its operands."""
 
     def float_in(self, t: Scalar) -> float:
         """The value as the float type ``t`` computes it."""
@@ -47,6 +48,18 @@ class Literal:
         if isinstance(op, UnaryOp):
             return -values[0]
         return float_math(op, values, t)
+
+    def int_in(self, t: Scalar) -> int:
+        """The value as the integer type ``t`` computes it; a constant written in the source
+        must fit ``t`` (a :class:`Problem` otherwise), a computed one wraps."""
+        if self.recipe is None:
+            return int(const_of(self, t).value)
+        op, args = self.recipe
+        values = [a.int_in(t) for a in args]
+        if isinstance(op, UnaryOp):
+            return wrap_int(-values[0] if op is UnaryOp.NEG else ~values[0], t)
+        assert isinstance(op, BinaryOp)
+        return typed_int_binary(op, values[0], values[1], t)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +137,8 @@ def const_of(literal: Literal, t: Scalar) -> Const:
             f"the float constant {value!r} cannot be an integer ({t}); write an integer "
             f"constant, or cast the other operand to a float, e.g. cj.f32(...)"
         )
+    if literal.recipe is not None:
+        return Const(literal.int_in(t), t)
     low, high = int_range(t)
     if not low <= value <= high:
         raise Problem(

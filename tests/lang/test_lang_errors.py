@@ -160,7 +160,7 @@ CASES = {
     "math on ints": ("v = cj.sqrt(x[0])", 1, cj.CompilationError, "`sqrt` takes floats"),
     "math arity": ("v = cj.fma(out[0], out[1])", 1, cj.CompilationError, "takes 3 argument"),
     "constant too large for any integer": (
-        "v = N << 70",
+        "for q in cj.unroll(range(N << 70)):\n    pass",
         1,
         cj.CompilationError,
         "too large for the language's integers",

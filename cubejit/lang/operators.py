@@ -191,7 +191,9 @@ def bitcast(value: Scalarish, t: Scalar, text: Spelling) -> Expr:
         if source is None:
             raise Problem(f"`{text}`: a constant has no type {t.bits} bits wide; cast it first")
         value = coerce(value, source, text.quote())
-    if value.type.kind is Kind.BOOL or value.type.bits != t.bits:
+    if value.type.kind is Kind.BOOL:
+        raise Problem(f"cj.bitcast does not take bools, in `{text}`")
+    if value.type.bits != t.bits:
         raise Problem(
             f"cj.bitcast keeps the width: {value.type} ({value.type.bits} bits) cannot be read "
             f"as {t} ({t.bits} bits), in `{text}`"

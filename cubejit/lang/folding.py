@@ -30,7 +30,11 @@ from cubejit.lang.source import Problem
 INT_LIMIT = 1 << 64
 """Integer constants lie in ``[-2**63, INT_LIMIT)``: every value of ``i64`` and ``u64``."""
 
-_DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
+_DTYPES: dict[str, type[np.floating]] = {
+    "f16": np.float16,
+    "f32": np.float32,
+    "f64": np.float64,
+}
 
 _UNARY_MATH = {
     MathFn.SQRT: np.sqrt,

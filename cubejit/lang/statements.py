@@ -8,6 +8,7 @@ a ``return``, ``break`` or ``continue`` are never run by Python and are not tran
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Callable
 
 from cubejit.ir.nodes import (
@@ -64,8 +65,9 @@ class StatementRules(LoopRules, CallRules):
                 frame.defined = None
                 return ending == RETURNED
             flags = list(dict.fromkeys(frame.raised[raised:]))
-            if flags and index + 1 < len(stmts):
-                return self.guarded(flags, lambda rest=stmts[index + 1 :]: self.block_of(rest))
+            rest = stmts[index + 1 :]
+            if flags and rest:
+                return self.guarded(flags, functools.partial(self.block_of, rest))
         return False
 
     def guarded(self, flags: list[str], translate: Callable[[], bool]) -> bool:

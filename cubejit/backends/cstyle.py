@@ -8,7 +8,8 @@ kernel *body* from :func:`emit_body` and writes its own wrapper around it (the C
 function and a launch entry, the CUDA backend a ``__global__`` function).
 
 Names in the text are decorated so that no IR name can clash with the target language:
-:func:`param_name` (``p_x``), :func:`length_name` (``n_x``), :func:`local_name` (``v_i``);
+:func:`param_name` (``p_x``), :func:`length_name` (``n_x``), :func:`local_name` (``v_i``), a
+tensor's :func:`shape_name` (``s_x_0``) and :func:`stride_name` (``d_x_0``);
 positions read as :func:`position_name` (``pos_absolute_pos``). Everything the walker invents
 itself starts with ``cj_``. Expressions are fully parenthesised. The text depends on the IR
 alone, never on the kernel's name, so two kernels that lower to the same IR share one artifact.
@@ -40,6 +41,16 @@ def param_name(name: str) -> str:
 def length_name(name: str) -> str:
     """The C name of the length (``u32``) of array parameter ``name``."""
     return f"n_{name}"
+
+
+def shape_name(name: str, dim: int) -> str:
+    """The C name of the extent (``u32``) of tensor parameter ``name`` along ``dim``."""
+    return f"s_{name}_{dim}"
+
+
+def stride_name(name: str, dim: int) -> str:
+    """The C name of the stride (``u32``, elements) of tensor parameter ``name`` along ``dim``."""
+    return f"d_{name}_{dim}"
 
 
 def local_name(name: str) -> str:
@@ -182,11 +193,18 @@ class Emitted:
     """The text of each expression of ``emit_body``'s ``values``, in order."""
 
 
-def emit_body(kernel: ir.KernelIR, dialect: Dialect, values: tuple[ir.Expr, ...] = ()) -> Emitted:
+def emit_body(
+    kernel: ir.KernelIR,
+    dialect: Dialect,
+    values: tuple[ir.Expr, ...] = (),
+    contiguous: frozenset[str] = frozenset(),
+) -> Emitted:
     """The body of ``kernel`` in ``dialect``, and the text of ``values``: expressions the
     wrapper evaluates itself (a loop bound, say), whose helpers join :attr:`Emitted.helpers`.
-    Raises UnsupportedError for a scalar the dialect does not have, naming the kernel."""
-    walker = _Walker(kernel, dialect)
+    The tensors named in ``contiguous`` have stride 1 along their last dimension (the launch
+    checked it), which their indexing then omits. Raises UnsupportedError for a scalar the
+    dialect does not have, naming the kernel."""
+    walker = _Walker(kernel, dialect, contiguous)
     try:
         return walker.emit(values)
     except UnsupportedError as e:
@@ -194,9 +212,13 @@ def emit_body(kernel: ir.KernelIR, dialect: Dialect, values: tuple[ir.Expr, ...]
 
 
 class _Walker:
-    def __init__(self, kernel: ir.KernelIR, dialect: Dialect) -> None:
+    def __init__(
+        self, kernel: ir.KernelIR, dialect: Dialect, contiguous: frozenset[str] = frozenset()
+    ) -> None:
         self.kernel = kernel
         self.d = dialect
+        self.contiguous = contiguous
+        self.ranks = {p.name: p.type.rank for p in kernel.tensors()}
         self.params = {p.name for p in kernel.params}
         self.helpers: set[tuple[str, Scalar]] = set()
         self.loops = 0
@@ -309,6 +331,12 @@ class _Walker:
             return position_name(e.which)
         if isinstance(e, ir.Length):
             return length_name(e.array)
+        if isinstance(e, ir.Shape):
+            return shape_name(e.tensor, e.dim)
+        if isinstance(e, ir.Stride):
+            return self.stride(e.tensor, e.dim)
+        if isinstance(e, ir.TensorIndex):
+            return self.tensor_index(e)
         if isinstance(e, ir.Load):
             return f"{param_name(e.array)}[{self.expr(e.index)}]"
         if isinstance(e, ir.Unary):
@@ -330,6 +358,25 @@ class _Walker:
             cond, yes, no = (self.expr(x) for x in (e.cond, e.if_true, e.if_false))
             return f"({cond} ? {yes} : {no})"
         assert_never(e)
+
+    def stride(self, tensor: str, dim: int) -> str:
+        if tensor in self.contiguous and dim == self.ranks[tensor] - 1:
+            return self.d.int_literal(1, u32)
+        return stride_name(tensor, dim)
+
+    def tensor_index(self, e: ir.TensorIndex) -> str:
+        """The offset as a sum of ``u32`` products; the contiguous last dimension's index is
+        added as it is, so that indexing along it is affine in the row loop's counter."""
+        terms = []
+        for dim, index in enumerate(e.indices):
+            code = self.expr(index)
+            if index.type != u32:
+                code = self.d.cast(code, index.type, u32)
+            if e.tensor in self.contiguous and dim == len(e.indices) - 1:
+                terms.append(code)
+            else:
+                terms.append(f"({code} * {stride_name(e.tensor, dim)})")
+        return f"({' + '.join(terms)})"
 
     def unary(self, e: ir.Unary) -> str:
         operand = self.expr(e.operand)

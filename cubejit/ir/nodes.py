@@ -29,7 +29,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from cubejit.ir.types import ArrayType, Scalar, Type, u32
+from cubejit.ir.types import ArrayType, BufferType, Scalar, TensorType, Type, u32
 
 
 class PositionKind(enum.Enum):
@@ -242,15 +242,48 @@ class PositionOf:
 
 @dataclass(frozen=True, slots=True)
 class Length:
-    """The number of elements of the array parameter ``array``; ``u32``."""
+    """The number of elements of the array or tensor parameter ``array``; ``u32`` (a launch
+    refuses a buffer of ``2**32`` elements or more)."""
 
     array: str
     type: Scalar = u32
 
 
 @dataclass(frozen=True, slots=True)
+class Shape:
+    """The extent of tensor parameter ``tensor`` along ``dim`` (``0 <= dim < rank``); ``u32``."""
+
+    tensor: str
+    dim: int
+    type: Scalar = u32
+
+
+@dataclass(frozen=True, slots=True)
+class Stride:
+    """The stride, in elements, of tensor parameter ``tensor`` along ``dim``; ``u32``, never
+    negative (a launch refuses negative strides), zero along a broadcast dimension."""
+
+    tensor: str
+    dim: int
+    type: Scalar = u32
+
+
+@dataclass(frozen=True, slots=True)
+class TensorIndex:
+    """The offset, in elements, of the element of tensor ``tensor`` at coordinates ``indices``
+    (one integer per dimension): the sum of each index times its stride, in ``u32``. A launch
+    refuses a tensor whose last element lies ``2**32`` elements or more past its first, so the
+    offset of every element in bounds is exact; each index is converted to ``u32`` first."""
+
+    tensor: str
+    indices: tuple[Expr, ...]
+    type: Scalar = u32
+
+
+@dataclass(frozen=True, slots=True)
 class Load:
-    """``array[index]``; ``index`` is an integer, ``type`` the array's element type."""
+    """``array[index]``; ``index`` is an integer, ``type`` the array's element type. For a
+    tensor ``array``, ``index`` is a :class:`TensorIndex` of that tensor."""
 
     array: str
     index: Expr
@@ -308,7 +341,22 @@ class Select:
     type: Scalar
 
 
-Expr = Const | Var | PositionOf | Length | Load | Unary | Binary | Cast | Bitcast | Math | Select
+Expr = (
+    Const
+    | Var
+    | PositionOf
+    | Length
+    | Shape
+    | Stride
+    | TensorIndex
+    | Load
+    | Unary
+    | Binary
+    | Cast
+    | Bitcast
+    | Math
+    | Select
+)
 
 
 # Statements.
@@ -324,7 +372,8 @@ class Assign:
 
 @dataclass(frozen=True, slots=True)
 class Store:
-    """``array[index] = value``; ``value`` has the array's element type."""
+    """``array[index] = value``; ``value`` has the array's element type (``index`` as for
+    :class:`Load`)."""
 
     array: str
     index: Expr
@@ -379,7 +428,7 @@ Stmt = Assign | Store | If | RangeFor | While | Break | Continue | Return
 
 @dataclass(frozen=True, slots=True)
 class Param:
-    """A launch argument: a scalar passed by value, or an array passed as a buffer."""
+    """A launch argument: a scalar passed by value, or an array or tensor passed as a buffer."""
 
     name: str
     type: Type
@@ -410,6 +459,14 @@ class KernelIR:
     def arrays(self) -> tuple[Param, ...]:
         """The array parameters, in signature order."""
         return tuple(p for p in self.params if isinstance(p.type, ArrayType))
+
+    def tensors(self) -> tuple[Param, ...]:
+        """The tensor parameters, in signature order."""
+        return tuple(p for p in self.params if isinstance(p.type, TensorType))
+
+    def buffers(self) -> dict[str, BufferType]:
+        """The type of each array and tensor parameter, by name."""
+        return {p.name: p.type for p in self.params if isinstance(p.type, ArrayType | TensorType)}
 
     def __str__(self) -> str:
         from cubejit.ir.printer import print_kernel

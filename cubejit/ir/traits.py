@@ -111,16 +111,27 @@ def _access(values: Mapping[str, Value], name: str) -> Access:
 
 def expr_reads(e: ir.Expr, values: Mapping[str, Value]) -> frozenset[Access]:
     """The buffers ``e`` reads, its operands included."""
-    return frozenset(a for sub in walk_expr(e) for a in _own_reads(sub, values))
+    return frozenset(
+        _access(values, name) for sub in walk_expr(e) if (name := _buffer_read(sub)) is not None
+    )
 
 
-def _own_reads(e: ir.Expr, values: Mapping[str, Value]) -> tuple[Access, ...]:
+def reads_memory(e: ir.Expr) -> bool:
+    """Whether evaluating ``e`` reads a buffer element, so that its value may change when
+    statements run between two evaluations (the frontend asks before it reuses a value)."""
+    return any(_buffer_read(sub) is not None for sub in walk_expr(e))
+
+
+def _buffer_read(e: ir.Expr) -> str | None:
+    """The buffer ``e`` itself (not its operands) reads an element of, if any."""
     if isinstance(e, ir.Load):
-        return (_access(values, e.array),)
-    if isinstance(e, ir.Const | ir.Var | ir.PositionOf | ir.Length):
-        return ()
+        return e.array
+    if isinstance(e, ir.Const | ir.Var | ir.PositionOf | ir.Length | ir.Shape | ir.Stride):
+        return None
+    if isinstance(e, ir.TensorIndex):
+        return None
     if isinstance(e, ir.Unary | ir.Binary | ir.Cast | ir.Bitcast | ir.Math | ir.Select):
-        return ()
+        return None
     assert_never(e)
 
 

@@ -33,8 +33,6 @@ class Role(enum.Enum):
 
     EXPR = "expr"
     """One operand."""
-    OPTIONAL_EXPR = "optional expr"
-    """One operand or None."""
     EXPRS = "exprs"
     """A tuple of operands."""
     BLOCK = "block"
@@ -49,31 +47,39 @@ class NodeField:
     role: Role
 
 
-_EXPR_SET = frozenset(EXPR_KINDS)
-
-
-def _role(hint: object) -> Role:
+def _role(kind: type, name: str, hint: object) -> Role:
     if hint == Expr:
         return Role.EXPR
     if hint == tuple[Expr, ...]:
         return Role.EXPRS
     if hint == tuple[Stmt, ...]:
         return Role.BLOCK
-    args = set(typing.get_args(hint))
-    if type(None) in args and args - {type(None)} == _EXPR_SET:
-        return Role.OPTIONAL_EXPR
+    if _mentions_a_node(hint):
+        raise TypeError(
+            f"{kind.__name__}.{name} holds nodes as {hint}; a child field is annotated Expr, "
+            f"tuple[Expr, ...] or tuple[Stmt, ...], so that every walk sees it"
+        )
     return Role.DATA
+
+
+def _mentions_a_node(hint: object) -> bool:
+    if hint in EXPR_KINDS or hint in STMT_KINDS:
+        return True
+    return any(_mentions_a_node(arg) for arg in typing.get_args(hint))
 
 
 _FIELDS: dict[type, tuple[NodeField, ...]] = {}
 
 
 def fields_of(kind: type) -> tuple[NodeField, ...]:
-    """The fields of node class ``kind`` in declaration order, each with its role."""
+    """The fields of node class ``kind`` in declaration order, each with its role. Raises
+    TypeError for a field that holds nodes in any other shape than the three roles name."""
     found = _FIELDS.get(kind)
     if found is None:
         hints = typing.get_type_hints(kind)
-        found = tuple(NodeField(f.name, _role(hints[f.name])) for f in dataclasses.fields(kind))
+        found = tuple(
+            NodeField(f.name, _role(kind, f.name, hints[f.name])) for f in dataclasses.fields(kind)
+        )
         _FIELDS[kind] = found
     return found
 
@@ -94,7 +100,7 @@ def operands(node: Node) -> tuple[Expr, ...]:
     found: list[Expr] = []
     for f in fields_of(type(node)):
         value = getattr(node, f.name)
-        if f.role is Role.EXPR or (f.role is Role.OPTIONAL_EXPR and value is not None):
+        if f.role is Role.EXPR:
             found.append(value)
         elif f.role is Role.EXPRS:
             found.extend(value)
@@ -121,8 +127,6 @@ def rebuild(
         value = getattr(node, f.name)
         new: object = value
         if expr is not None and f.role is Role.EXPR:
-            new = expr(value)
-        elif expr is not None and f.role is Role.OPTIONAL_EXPR and value is not None:
             new = expr(value)
         elif expr is not None and f.role is Role.EXPRS:
             new = tuple(expr(e) for e in value)

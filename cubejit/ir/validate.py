@@ -36,8 +36,11 @@ from cubejit.ir.nodes import (
     RangeFor,
     Return,
     Select,
+    Shape,
     Stmt,
     Store,
+    Stride,
+    TensorIndex,
     Unary,
     UnaryOp,
     Var,
@@ -46,7 +49,7 @@ from cubejit.ir.nodes import (
 from cubejit.ir.printer import print_expr, print_stmt
 from cubejit.ir.traits import own_traits
 from cubejit.ir.traversal import is_expr, is_stmt, walk_stmts
-from cubejit.ir.types import ArrayType, Kind, Scalar, bool_, u32
+from cubejit.ir.types import ArrayType, BufferType, Kind, Scalar, TensorType, bool_, u32
 from cubejit.ir.values import declared
 
 _ARITY = {
@@ -100,7 +103,8 @@ class _Checker:
         self.kernel = kernel
         self.scalars: dict[str, Scalar] = {}
         """Names an Assign or Var may use: scalar parameters and locals."""
-        self.arrays: dict[str, ArrayType] = {}
+        self.arrays: dict[str, BufferType] = {}
+        """Array and tensor parameters."""
         self.local_names: set[str] = set()
         self.assigned: set[str] = set()
 
@@ -111,8 +115,11 @@ class _Checker:
             if param.name in seen:
                 _fail(f"parameter {param.name} is declared twice")
             seen.add(param.name)
-            if isinstance(param.type, ArrayType):
-                _scalar(param.type.elem, f"the elements of array {param.name}")
+            if isinstance(param.type, ArrayType | TensorType):
+                _scalar(param.type.elem, f"the elements of {param.name}")
+                rank = getattr(param.type, "rank", 1)
+                if not isinstance(rank, int) or isinstance(rank, bool) or rank < 1:
+                    _fail(f"tensor {param.name} has rank {rank!r}, not an int of 1 or more")
                 self.arrays[param.name] = param.type
             else:
                 self.scalars[param.name] = _scalar(param.type, f"parameter {param.name}")
@@ -153,7 +160,7 @@ class _Checker:
             self.expect(stmt.value, declared, f"the value assigned to {stmt.name}")
         elif isinstance(stmt, Store):
             array = self.array(stmt.array)
-            self.index(stmt.index)
+            self.buffer_index(stmt.array, stmt.index)
             self.expect(stmt.value, array.elem, f"the value stored into {stmt.array}")
         elif isinstance(stmt, If):
             self.expect(stmt.cond, bool_, "an if condition")
@@ -177,10 +184,27 @@ class _Checker:
         elif not isinstance(stmt, Return):
             assert_never(stmt)
 
-    def array(self, name: str) -> ArrayType:
+    def array(self, name: str) -> BufferType:
         if name not in self.arrays:
-            _fail(f"{name} is not an array parameter")
+            _fail(f"{name} is not an array parameter nor a tensor parameter")
         return self.arrays[name]
+
+    def tensor(self, name: str, dim: int | None = None) -> TensorType:
+        t = self.arrays.get(name)
+        if not isinstance(t, TensorType) or t.rank is None:
+            _fail(f"{name} is not a tensor parameter")
+        assert isinstance(t, TensorType) and t.rank is not None
+        if dim is not None and (not isinstance(dim, int) or not 0 <= dim < t.rank):
+            _fail(f"dimension {dim!r} of {name}, which has rank {t.rank}")
+        return t
+
+    def buffer_index(self, name: str, index: Expr) -> None:
+        """A tensor is indexed by its own coordinates, an array by one integer."""
+        if isinstance(self.array(name), TensorType) != (
+            isinstance(index, TensorIndex) and index.tensor == name
+        ):
+            _fail(f"{name} is indexed by {print_expr(index)}")
+        self.index(index)
 
     def index(self, expr: Expr) -> None:
         if not self.expr(expr).is_int:
@@ -212,10 +236,22 @@ class _Checker:
             self.array(expr.array)
             if t != u32:
                 _fail(f"the length of {expr.array} must be u32")
+        elif isinstance(expr, Shape | Stride):
+            self.tensor(expr.tensor, expr.dim)
+            if t != u32:
+                _fail(f"the shape and strides of {expr.tensor} are u32")
+        elif isinstance(expr, TensorIndex):
+            rank = self.tensor(expr.tensor).rank
+            if not isinstance(expr.indices, tuple) or len(expr.indices) != rank:
+                _fail(f"{expr.tensor} has rank {rank}, indexed by {len(expr.indices)} indices")
+            for index in expr.indices:
+                self.index(index)
+            if t != u32:
+                _fail(f"the offset into {expr.tensor} is u32")
         elif isinstance(expr, Load):
             if self.array(expr.array).elem != t:
                 _fail(f"a load from {expr.array} must have its element type")
-            self.index(expr.index)
+            self.buffer_index(expr.array, expr.index)
         elif isinstance(expr, Unary):
             self.unary(expr)
         elif isinstance(expr, Binary):

@@ -20,7 +20,7 @@ Where LANGUAGE.md leaves a choice, the language decides:
 
 from __future__ import annotations
 
-from cubejit.lang.annotations import Array, Comptime
+from cubejit.lang.annotations import Array, Comptime, Tensor
 from cubejit.lang.function import Function, function
 from cubejit.lang.intrinsics import (
     abs,
@@ -66,6 +66,7 @@ __all__ = [
     "Function",
     "Kernel",
     "KernelSpec",
+    "Tensor",
     "abs",
     "acos",
     "acosh",

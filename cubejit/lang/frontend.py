@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from cubejit.ir.nodes import KernelIR, Local, Param
-from cubejit.ir.types import ArrayType, Scalar
+from cubejit.ir.types import ArrayType, Scalar, TensorType
 from cubejit.lang.annotations import ParamAnnotation
 from cubejit.lang.builder import Retranslate
 from cubejit.lang.folding import check_int
@@ -34,7 +34,9 @@ def translate(
     Raises :class:`~cubejit.errors.CompilationError` (or ``UnsupportedError``) naming the kernel,
     the file and line, and what to write instead.
     """
-    params = tuple(Param(name, t) for name, t in signature if isinstance(t, Scalar | ArrayType))
+    params = tuple(
+        Param(name, t) for name, t in signature if isinstance(t, Scalar | ArrayType | TensorType)
+    )
     retyped: dict[str, Scalar] = {}
     while True:
         try:
@@ -54,7 +56,7 @@ def _attempt(
     translator = Translator(source.name, params, retyped)
     frame = Frame(source, "", source.assigned)
     for name, t in signature:
-        if isinstance(t, ArrayType):
+        if isinstance(t, ArrayType | TensorType):
             frame.env[name] = ArrayRef(name, t)
         elif isinstance(t, Scalar):
             frame.env[name] = LocalBinding(name, t)
@@ -62,7 +64,7 @@ def _attempt(
     translator.frames.append(frame)
     try:
         for name, t in signature:
-            if not isinstance(t, Scalar | ArrayType):
+            if not isinstance(t, Scalar | ArrayType | TensorType):
                 frame.env[name] = ConstBinding(_comptime(source, name, comptime[name]), "comptime")
         translator.block_of(source.tree.body)
     except Problem as problem:

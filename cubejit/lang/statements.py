@@ -24,15 +24,16 @@ from cubejit.ir.nodes import (
     Return,
     Stmt,
     Store,
+    TensorIndex,
     Unary,
     UnaryOp,
     Var,
     While,
 )
-from cubejit.ir.types import Scalar, bool_
+from cubejit.ir.types import Scalar, TensorType, bool_
 from cubejit.lang.builder import Retranslate
 from cubejit.lang.calls import CallRules
-from cubejit.lang.expressions import BINARY_OPS
+from cubejit.lang.expressions import BINARY_OPS, tensor_index_nodes
 from cubejit.lang.frame import ConstBinding, LocalBinding
 from cubejit.lang.loops import JUMPED, RETURNED, LoopRules, meet
 from cubejit.lang.operators import binary
@@ -155,7 +156,12 @@ class StatementRules(LoopRules, CallRules):
             ast.copy_location(ast.Subscript(target.value, target.slice, ast.Load()), target)
         )
         assert isinstance(load, Load)
-        if contains_load(load.index):
+        if isinstance(load.index, TensorIndex):
+            indices = tuple(
+                self.spill(i, "index") if contains_load(i) else i for i in load.index.indices
+            )
+            load = Load(load.array, TensorIndex(load.index.tensor, indices), load.type)
+        elif contains_load(load.index):
             load = Load(load.array, self.spill(load.index, "index"), load.type)
         current, rhs = self.operands([node.value], done=[load])
         value = coerce(
@@ -174,9 +180,21 @@ class StatementRules(LoopRules, CallRules):
                 raise self.error(
                     target,
                     Problem(
-                        f"only arrays can be indexed; `{ast.unparse(target.value)}` is not one"
+                        f"only arrays and tensors can be indexed; `{ast.unparse(target.value)}` "
+                        f"is not one"
                     ),
                 )
+            if isinstance(array.type, TensorType):
+                try:
+                    nodes = tensor_index_nodes(array, target)
+                except Problem as problem:
+                    raise self.error(target, problem) from None
+                scalar, *indices = self.operands(nodes, done=[self.as_scalar(value, target)])
+                element = coerce(
+                    scalar, array.type.elem, f"an element of `{ast.unparse(target.value)}`"
+                )
+                self.emit(Store(array.name, self.tensor_index(array, nodes, indices), element))
+                return
             if isinstance(target.slice, ast.Slice | ast.Tuple):
                 raise self.error(
                     target,

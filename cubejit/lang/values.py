@@ -6,7 +6,7 @@ An expression becomes one of:
 - a :class:`Literal`, a Python constant with no type yet: a literal of the source, a comptime
   value, a ``cj.unroll`` index, or a constant folded from those. It takes the type of the other
   operand, or, alone, ``i32`` / ``f32`` / ``bool``;
-- an :class:`ArrayRef`, an array parameter (only indexed, measured or passed on);
+- an :class:`ArrayRef`, an array or tensor parameter (only indexed, measured or passed on);
 - a :class:`PyObject`, a Python object the language gives a meaning to where it is used
   (``cj.f32`` when called, ``range`` in a ``for``, a ``@cj.function``, a module).
 """
@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cubejit.ir.nodes import BinaryOp, Const, Expr, Load, MathFn, UnaryOp
-from cubejit.ir.traversal import operands
-from cubejit.ir.types import ArrayType, Kind, Scalar, bool_, f32, i32, round_float
+from cubejit.ir.nodes import BinaryOp, Const, Expr, MathFn, UnaryOp
+from cubejit.ir.traits import reads_memory
+from cubejit.ir.types import BufferType, Kind, Scalar, bool_, f32, i32, round_float
 from cubejit.lang.folding import float_binary, float_math, typed_int_binary, wrap_int
 from cubejit.lang.source import Problem, Spelling
 
@@ -64,10 +64,10 @@ class Literal:
 
 @dataclass(frozen=True, slots=True)
 class ArrayRef:
-    """An array parameter, by its IR name."""
+    """An array or tensor parameter, by its IR name (a tensor's type has its rank)."""
 
     name: str
-    type: ArrayType
+    type: BufferType
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,10 +188,9 @@ def unify(values: list[Scalarish], what: str | Spelling) -> list[Expr]:
 
 
 def contains_load(expr: Expr) -> bool:
-    """Whether evaluating ``expr`` reads an array (so its value may change when code runs)."""
-    if isinstance(expr, Load):
-        return True
-    return any(contains_load(e) for e in operands(expr))
+    """Whether evaluating ``expr`` reads an array (so its value may change when code runs),
+    as the IR's traits say."""
+    return reads_memory(expr)
 
 
 def exact_in(literal: Literal, t: Scalar) -> bool:

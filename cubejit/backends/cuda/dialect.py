@@ -33,7 +33,7 @@ from cubejit.backends.cuda.artifact import ENTRY_POINT
 from cubejit.backends.cuda.coarsening import FACTOR, Coarsened, written_arrays
 from cubejit.ir import nodes as ir
 from cubejit.ir.traversal import walk_exprs
-from cubejit.ir.types import SCALARS, ArrayType, Scalar, TensorType, bf16, f16, f32, f64
+from cubejit.ir.types import SCALARS, ArrayType, Scalar, TensorType, bf16, f16, f32, f64, u32
 
 _AXES = ("x", "y", "z")
 _HALVES = frozenset({"f16", "bf16"})
@@ -59,6 +59,7 @@ class CudaDialect(Dialect):
         "f64": "double",
     }
     helper_qualifier = "static __device__ __forceinline__"
+    offset_type = u32
 
     def unit_axis(self, axis: int) -> str:
         return f"threadIdx.{_AXES[axis]}"

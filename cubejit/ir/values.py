@@ -3,8 +3,7 @@
 After CubeCL's ``Variable { kind, item }``: a pass asks a name's :class:`Value` what it is
 (a parameter buffer in global memory, a local scalar, ...) instead of guessing from the name or
 from which list declared it. Expressions name values (``Var``, ``Load``, ``Store``, ``Length``
-by name); :func:`declared` maps every name a kernel declares to its value, and :func:`item_of`
-gives an expression's item.
+by name); :func:`declared` maps every name a kernel declares to its value.
 
 The item is the element type times a line width; the width is 1 until lines land, so today an
 item is its scalar.
@@ -17,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import assert_never
 
-from cubejit.ir.nodes import Expr, KernelIR
+from cubejit.ir.nodes import KernelIR
 from cubejit.ir.types import ArrayType, Scalar, TensorType
 
 
@@ -103,8 +102,3 @@ def declared(kernel: KernelIR) -> Mapping[str, Value]:
     for local in kernel.locals:
         values[local.name] = Value(local.name, ValueKind.LOCAL_SCALAR, Item(local.type), None)
     return values
-
-
-def item_of(expr: Expr) -> Item:
-    """The item ``expr`` evaluates to."""
-    return Item(expr.type)

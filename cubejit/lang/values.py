@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cubejit.ir.nodes import BinaryOp, Const, Expr, Load, MathFn, UnaryOp
-from cubejit.ir.traversal import operands
+from cubejit.ir.nodes import BinaryOp, Const, Expr, MathFn, UnaryOp
+from cubejit.ir.traits import reads_memory
 from cubejit.ir.types import BufferType, Kind, Scalar, bool_, f32, i32
 from cubejit.lang.folding import float_binary, float_math, round_float
 from cubejit.lang.source import Problem, Spelling
@@ -161,7 +161,6 @@ def unify(values: list[Scalarish], what: str | Spelling) -> list[Expr]:
 
 
 def contains_load(expr: Expr) -> bool:
-    """Whether evaluating ``expr`` reads an array (so its value may change when code runs)."""
-    if isinstance(expr, Load):
-        return True
-    return any(contains_load(e) for e in operands(expr))
+    """Whether evaluating ``expr`` reads an array (so its value may change when code runs),
+    as the IR's traits say."""
+    return reads_memory(expr)

@@ -38,10 +38,10 @@ from typing import assert_never
 
 from cubejit.backends.unit_loop import plan_unit_loop
 from cubejit.ir import nodes as ir
-from cubejit.ir.traits import Traits, block_traits, traits
+from cubejit.ir.traits import Traits, assignments, block_traits, traits
 from cubejit.ir.traversal import blocks, map_expr, walk_exprs
-from cubejit.ir.types import ArrayType, bool_, u32
-from cubejit.ir.values import MemorySpace, Value, declared
+from cubejit.ir.types import bool_, u32
+from cubejit.ir.values import MemorySpace, Value, ValueKind, declared
 
 FACTOR = 4
 """Cubes along x that one CUDA block of a coarsened kernel runs."""
@@ -126,8 +126,8 @@ def _coarsen(
         }
         for k in range(FACTOR)
     ]
-    assigned = block_traits(work, values).assigns
-    params = {p.name: p.type for p in kernel.params}
+    assigned = set(assignments(work, values))
+    params = {p.name for p in kernel.params if values[p.name].kind is ValueKind.SCALAR_PARAM}
     locals_ = [ir.Local(names.fresh(f"live_{k}"), bool_) for k in range(FACTOR)]
     units = []
     for k in range(FACTOR):
@@ -136,9 +136,8 @@ def _coarsen(
         for local in kernel.locals:
             renames[local.name] = names.fresh(f"{local.name}_{k}")
             locals_.append(ir.Local(renames[local.name], local.type))
-        for name in sorted(assigned & params.keys()):
-            scalar = params[name]
-            assert not isinstance(scalar, ArrayType)
+        for name in sorted(assigned & params):
+            scalar = values[name].item.elem
             renames[name] = names.fresh(f"{name}_{k}")
             locals_.append(ir.Local(renames[name], scalar))
             start.append(ir.Assign(renames[name], ir.Var(name, scalar)))
@@ -188,7 +187,7 @@ def _loads_first(
             if not isinstance(s, ir.Store):
                 first.append(s)
                 continue
-            later = block_traits(unit[j + 1 :], values).assigns
+            later = assignments(unit[j + 1 :], values)
             parts = []
             for what, value, t in (
                 ("index", s.index, s.index.type),

@@ -168,7 +168,12 @@ def _signature(kernel: ir.KernelIR, restrict: bool) -> list[str]:
         elif isinstance(p.type, TensorType):
             assert p.type.rank is not None
             rank = p.type.rank
-            parts.append(f"{DIALECT.type_name(p.type.elem)}* {param_name(p.name)}")
+            elem = DIALECT.type_name(p.type.elem)
+            if restrict:
+                const = "" if p.name in written else "const "
+                parts.append(f"{const}{elem}* __restrict__ {param_name(p.name)}")
+            else:
+                parts.append(f"{elem}* {param_name(p.name)}")
             parts.append(f"unsigned int r_{p.name}")
             parts += [f"unsigned int {shape_name(p.name, d)}" for d in range(rank)]
             parts += [f"unsigned int {stride_name(p.name, d)}" for d in range(rank)]
@@ -224,10 +229,10 @@ def cuda_source(
         signature = _signature(kernel, restrict=False)
         head: list[str] = _tensor_lengths(kernel)
     else:
-        emitted = emit_body(coarsened.kernel, DIALECT)
+        emitted = emit_body(coarsened.kernel, DIALECT, contiguous=contiguous)
         count = f"unsigned int {param_name(coarsened.count)}"
         signature = [*_signature(kernel, restrict=True), count]
-        head = _coarsened_head(coarsened)
+        head = [*_tensor_lengths(kernel), *_coarsened_head(coarsened)]
     if needs_half_headers(kernel):
         sections.append("#include <cuda_fp16.h>\n#include <cuda_bf16.h>")
     if emitted.helpers:

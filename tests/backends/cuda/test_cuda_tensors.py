@@ -99,6 +99,9 @@ class FakeClient:
     limits = ARCHITECTURAL_LIMITS
     stream_handle = 0
 
+    def adopt(self, array: Any, where: str) -> None:
+        pass
+
 
 def test_kernels_of_one_parameter_layout_share_one_generated_launch_function() -> None:
     slots = kernel_slots(SPEC.define())
@@ -212,3 +215,81 @@ def test_a_negative_stride_on_the_device_is_refused_naming_the_argument(gpu: Any
     x = cupy.arange(12, dtype=cupy.float32).reshape(3, 4)[:, ::-1]
     with pytest.raises(LaunchError, match=r"argument 'x' \(Tensor\[f32, 2\]\) has a negative"):
         axpy2.launch(gpu, 1, 128, 1.0, x, x, gpu.empty((3, 4), cj.f32))
+
+
+@cj.kernel
+def rows(a: cj.f32, x: cj.Tensor[cj.f32], y: cj.Tensor[cj.f32], out: cj.Tensor[cj.f32]):
+    c = cj.ABSOLUTE_POS_X
+    r = cj.ABSOLUTE_POS_Y
+    if c < out.shape(1):
+        out[r, c] = a * x[r, c] + y[r, c]
+
+
+ROWS = rows.specialize((256, 1), x=2, y=2, out=2)
+
+
+def test_a_row_guarded_tensor_kernel_has_a_coarsened_no_alias_form_nvrtc_compiles() -> None:
+    compiler = CudaCompiler("sm_80")
+    aid = ArtifactId(ROWS.id(), (True, 7))
+    lowered = compiler.lower(ROWS, aid, _Recording(), None)
+    assert lowered.coarsening == 4
+    assert "const float* __restrict__ p_x" in lowered.source
+    assert "float* __restrict__ p_out" in lowered.source
+    assert "* d_x_1)" not in lowered.source
+    artifact = compiler.finalize(aid, lowered)
+    assert artifact.coarsening == 4
+
+
+def test_a_coarsened_tensor_launch_checks_spans_for_overlap_and_picks_its_form() -> None:
+    slots = kernel_slots(ROWS.define())
+    calls: list[tuple[Any, ...]] = []
+    loads: list[Any] = []
+
+    def driver(*args: Any) -> tuple[int]:
+        calls.append(args[:2])
+        return (0,)
+
+    client = FakeClient()
+    launcher = Launcher(
+        client,
+        0xA7,
+        slots,
+        ROWS.cube_dim,
+        ROWS.name,
+        driver,
+        0,
+        coarsening=4,
+        variant=(True, 7),
+        load=lambda v: loads.append(v) or {(None, 7): 0xB7, (True, 6): 0xA6}[v],
+    )
+    x = CudaBuffer(client, 0x10000, 64, cj.f32, None, (8, 8))
+    y = CudaBuffer(client, 0x20000, 64, cj.f32, None, (8, 8))
+    out = CudaBuffer(client, 0x30000, 64, cj.f32, None, (8, 8))
+    launcher((8, 8), (1.0, x, y, out))
+    launcher((8, 8), (1.0, x, y, x))
+    view = type("View", (), {})()
+    view.__cuda_array_interface__ = {
+        "data": (0x40000, False),
+        "shape": (8, 8),
+        "typestr": "<f4",
+        "strides": (4, 32),
+        "version": 3,
+        "stream": None,
+    }
+    launcher((8, 8), (1.0, view, y, out))
+    assert calls == [(0xA7, 2), (0xB7, 8), (0xA6, 2)]
+    assert loads == [(None, 7), (True, 6)]
+
+
+@pytest.mark.gpu
+def test_the_coarsened_2d_form_on_the_device_matches_numpy_apart_and_aliased(gpu: Any) -> None:
+    cupy = pytest.importorskip("cupy")
+    m, n = 37, 1000
+    rng = np.random.default_rng(3)
+    host_x, host_y = rng.random((n, m), dtype=np.float32), rng.random((m, n), dtype=np.float32)
+    x, y = cupy.asarray(host_x).T, cupy.asarray(host_y)
+    out = gpu.empty((m, n), cj.f32)
+    rows.launch(gpu, (cj.cdiv(n, 256), m), (256, 1), 2.0, x, y, out)
+    np.testing.assert_allclose(gpu.read(out), 2 * host_x.T + host_y, rtol=1e-6)
+    rows.launch(gpu, (cj.cdiv(n, 256), m), (256, 1), 2.0, y, y, y)
+    np.testing.assert_allclose(y.get(), 3 * host_y, rtol=1e-6)

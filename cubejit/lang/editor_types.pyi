@@ -12,8 +12,9 @@ here exists.
 
 The declarations accept every kernel the language accepts but two spellings: ``cj.Tensor[T,
 rank]`` (an int is no type argument) and a local first assigned an integer literal that later
-takes a float (``acc = 0`` then ``acc += x[i]``: a checker keeps ``acc`` an ``int``). They tell ``f32`` from ``f64`` no better than Python tells
-floats apart: mixing widths without a cast stays the compiler's error to report."""
+takes a float (``acc = 0`` then ``acc += x[i]``: a checker keeps ``acc`` an ``int``). They
+tell ``f32`` from ``f64`` no better than Python tells floats apart: mixing widths without a
+cast stays the compiler's error to report."""
 
 from collections.abc import Callable, Iterable, Mapping
 from typing import Annotated, Any, Generic, SupportsIndex, TypeAlias, TypeVar, overload

@@ -8,7 +8,8 @@ kernel *body* from :func:`emit_body` and writes its own wrapper around it (the C
 function and a launch entry, the CUDA backend a ``__global__`` function).
 
 Names in the text are decorated so that no IR name can clash with the target language:
-:func:`param_name` (``p_x``), :func:`length_name` (``n_x``), :func:`local_name` (``v_i``);
+:func:`param_name` (``p_x``), :func:`length_name` (``n_x``), :func:`local_name` (``v_i``), a
+tensor's :func:`shape_name` (``s_x_0``) and :func:`stride_name` (``d_x_0``);
 positions read as :func:`position_name` (``pos_absolute_pos``). Everything the walker invents
 itself starts with ``cj_``. Expressions are fully parenthesised. The text depends on the IR
 alone, never on the kernel's name, so two kernels that lower to the same IR share one artifact.
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from typing import assert_never
 
 from cubejit.backends.cstyle_helpers import helper_definitions
+from cubejit.backends.cstyle_ops import ARITH, COMPARE, FLOAT_MATH, WRAPPING
 from cubejit.errors import UnsupportedError
 from cubejit.ir import nodes as ir
 from cubejit.ir.traversal import walk_exprs
@@ -29,62 +31,6 @@ from cubejit.ir.types import ArrayType, Kind, Scalar, f32, f64, i64, round_float
 from cubejit.ir.types import bool_ as bool_t
 
 INDENT = "    "
-
-_ARITH = {
-    ir.BinaryOp.ADD: "+",
-    ir.BinaryOp.SUB: "-",
-    ir.BinaryOp.MUL: "*",
-    ir.BinaryOp.DIV: "/",
-    ir.BinaryOp.BITAND: "&",
-    ir.BinaryOp.BITOR: "|",
-    ir.BinaryOp.BITXOR: "^",
-    ir.BinaryOp.SHL: "<<",
-    ir.BinaryOp.SHR: ">>",
-}
-_COMPARE = {
-    ir.BinaryOp.EQ: "==",
-    ir.BinaryOp.NE: "!=",
-    ir.BinaryOp.LT: "<",
-    ir.BinaryOp.LE: "<=",
-    ir.BinaryOp.GT: ">",
-    ir.BinaryOp.GE: ">=",
-    ir.BinaryOp.AND: "&&",
-    ir.BinaryOp.OR: "||",
-}
-_FLOAT_MATH = {
-    ir.MathFn.SQRT: "sqrt",
-    ir.MathFn.EXP: "exp",
-    ir.MathFn.LOG: "log",
-    ir.MathFn.SIN: "sin",
-    ir.MathFn.COS: "cos",
-    ir.MathFn.TAN: "tan",
-    ir.MathFn.TANH: "tanh",
-    ir.MathFn.ERF: "erf",
-    ir.MathFn.FLOOR: "floor",
-    ir.MathFn.CEIL: "ceil",
-    ir.MathFn.ABS: "fabs",
-    ir.MathFn.MIN: "fmin",
-    ir.MathFn.MAX: "fmax",
-    ir.MathFn.POW: "pow",
-    ir.MathFn.FMA: "fma",
-    ir.MathFn.ATAN2: "atan2",
-    ir.MathFn.ASIN: "asin",
-    ir.MathFn.ACOS: "acos",
-    ir.MathFn.ATAN: "atan",
-    ir.MathFn.SINH: "sinh",
-    ir.MathFn.COSH: "cosh",
-    ir.MathFn.ASINH: "asinh",
-    ir.MathFn.ACOSH: "acosh",
-    ir.MathFn.ATANH: "atanh",
-    ir.MathFn.ROUND: "rint",
-    ir.MathFn.TRUNC: "trunc",
-    ir.MathFn.EXP2: "exp2",
-    ir.MathFn.LOG2: "log2",
-    ir.MathFn.HYPOT: "hypot",
-}
-_WRAPPING = frozenset((ir.BinaryOp.ADD, ir.BinaryOp.SUB, ir.BinaryOp.MUL))
-"""Integer operators C computes in ``int`` (small types) or may not wrap (signed): computed
-in an unsigned type and converted back, so every integer type wraps, as numpy's do."""
 
 
 def param_name(name: str) -> str:
@@ -95,6 +41,16 @@ def param_name(name: str) -> str:
 def length_name(name: str) -> str:
     """The C name of the length (``u32``) of array parameter ``name``."""
     return f"n_{name}"
+
+
+def shape_name(name: str, dim: int) -> str:
+    """The C name of the extent (``u32``) of tensor parameter ``name`` along ``dim``."""
+    return f"s_{name}_{dim}"
+
+
+def stride_name(name: str, dim: int) -> str:
+    """The C name of the stride (``u32``, elements) of tensor parameter ``name`` along ``dim``."""
+    return f"d_{name}_{dim}"
 
 
 def local_name(name: str) -> str:
@@ -125,6 +81,10 @@ class Dialect:
     """Spelling of each supported scalar, by IR name; a scalar missing here is unsupported."""
     helper_qualifier: str = "static inline"
     """What precedes each helper function of the prelude."""
+    offset_type: Scalar = u64
+    """The type a tensor's element offset is computed in: a launch keeps every offset below
+    ``2**32``, so ``u32`` is exact; the C default is 64 bits, which keeps the offset affine in a
+    row loop's counter (no wrap to prove), so the C compiler vectorises along it."""
     narrowed: frozenset[str] = frozenset({"f16", "bf16", "i8", "i16", "u8", "u16"})
     """Scalars whose arithmetic C computes in a wider type: results are cast back."""
     plane_size: int = 1
@@ -278,11 +238,18 @@ class Emitted:
     """The text of each expression of ``emit_body``'s ``values``, in order."""
 
 
-def emit_body(kernel: ir.KernelIR, dialect: Dialect, values: tuple[ir.Expr, ...] = ()) -> Emitted:
+def emit_body(
+    kernel: ir.KernelIR,
+    dialect: Dialect,
+    values: tuple[ir.Expr, ...] = (),
+    contiguous: frozenset[str] = frozenset(),
+) -> Emitted:
     """The body of ``kernel`` in ``dialect``, and the text of ``values``: expressions the
     wrapper evaluates itself (a loop bound, say), whose helpers join :attr:`Emitted.helpers`.
-    Raises UnsupportedError for a scalar the dialect does not have, naming the kernel."""
-    walker = Walker(kernel, dialect)
+    The tensors named in ``contiguous`` have stride 1 along their last dimension (the launch
+    checked it), which their indexing then omits. Raises UnsupportedError for a scalar the
+    dialect does not have, naming the kernel."""
+    walker = Walker(kernel, dialect, contiguous)
     try:
         return walker.emit(values)
     except UnsupportedError as e:
@@ -298,13 +265,16 @@ class Walker:
         self,
         kernel: ir.KernelIR,
         dialect: Dialect,
+        contiguous: frozenset[str] = frozenset(),
         spell: dict[str, str] | None = None,
         exits: Callable[[ir.Break | ir.Continue | ir.Return], str] | None = None,
     ) -> None:
         self.kernel = kernel
         self.d = dialect
+        self.contiguous = contiguous
+        self.ranks = {p.name: p.type.rank for p in kernel.tensors()}
         self.params = {p.name for p in kernel.params}
-        self.buffers = {b.name: buffer_name(b) for b in kernel.buffers}
+        self.buffers = {b.name: buffer_name(b) for b in kernel.allocations}
         self.spell = spell or {}
         """Names spelled otherwise than by their decoration (a local kept per unit)."""
         self.exits = exits
@@ -325,7 +295,7 @@ class Walker:
         for local in self.kernel.locals:
             zero = self.literal(ir.Const(False if local.type == bool_t else 0, local.type))
             head.append(f"{self.d.type_name(local.type)} {local_name(local.name)} = {zero};")
-        for b in self.kernel.buffers:
+        for b in self.kernel.allocations:
             if b.kind is ir.BufferKind.LOCAL:
                 head.append(f"{self.d.type_name(b.elem)} {buffer_name(b)}[{b.size}];")
         self.block(self.kernel.body, 0)
@@ -399,7 +369,7 @@ class Walker:
 
     def element(self, array: str) -> Scalar:
         """The element type of array parameter or buffer ``array``."""
-        for b in self.kernel.buffers:
+        for b in self.kernel.allocations:
             if b.name == array:
                 return b.elem
         for p in self.kernel.params:
@@ -480,6 +450,12 @@ class Walker:
             return position_name(e.which)
         if isinstance(e, ir.Length):
             return length_name(e.array)
+        if isinstance(e, ir.Shape):
+            return shape_name(e.tensor, e.dim)
+        if isinstance(e, ir.Stride):
+            return self.stride(e.tensor, e.dim)
+        if isinstance(e, ir.TensorIndex):
+            return self.tensor_index(e)
         if isinstance(e, ir.Load):
             return f"{self.array(e.array)}[{self.expr(e.index)}]"
         if isinstance(e, ir.Unary):
@@ -502,6 +478,27 @@ class Walker:
             return f"({cond} ? {yes} : {no})"
         assert_never(e)
 
+    def stride(self, tensor: str, dim: int) -> str:
+        if tensor in self.contiguous and dim == self.ranks[tensor] - 1:
+            return self.d.int_literal(1, u32)
+        return stride_name(tensor, dim)
+
+    def tensor_index(self, e: ir.TensorIndex) -> str:
+        """The offset as a sum of products in the dialect's offset type; the contiguous last
+        dimension's index is added as it is, so that indexing along it is affine in the row
+        loop's counter."""
+        terms = []
+        offset = self.d.offset_type
+        for dim, index in enumerate(e.indices):
+            code = self.expr(index)
+            if index.type != offset:
+                code = self.d.cast(code, index.type, offset)
+            if e.tensor in self.contiguous and dim == len(e.indices) - 1:
+                terms.append(code)
+            else:
+                terms.append(f"({code} * {stride_name(e.tensor, dim)})")
+        return f"({' + '.join(terms)})"
+
     def unary(self, e: ir.Unary) -> str:
         operand = self.expr(e.operand)
         if e.op is ir.UnaryOp.NOT:
@@ -512,7 +509,7 @@ class Walker:
         return self.narrow(f"({symbol}{operand})", e.type)
 
     def wrapping(self, symbol: str, lhs: str, rhs: str, t: Scalar) -> str:
-        """``lhs symbol rhs`` on integers of ``t``, wrapping (see ``_WRAPPING``)."""
+        """``lhs symbol rhs`` on integers of ``t``, wrapping (see ``WRAPPING``)."""
         if t.kind is Kind.UINT and t.bits >= 32:
             return f"({lhs} {symbol} {rhs})"
         wide = self.d.type_name(u64 if t.bits == 64 else u32)
@@ -534,8 +531,8 @@ class Walker:
     def binary(self, e: ir.Binary) -> str:
         lhs, rhs = self.expr(e.lhs), self.expr(e.rhs)
         op = e.op
-        if op in _COMPARE:
-            return f"({lhs} {_COMPARE[op]} {rhs})"
+        if op in COMPARE:
+            return f"({lhs} {COMPARE[op]} {rhs})"
         t = e.type
         if op in (ir.BinaryOp.FLOORDIV, ir.BinaryOp.MOD):
             return self.call("floordiv" if op is ir.BinaryOp.FLOORDIV else "mod", t, [lhs, rhs])
@@ -545,9 +542,9 @@ class Walker:
             return self.call("pow", t, [lhs, self.d.cast(rhs, e.rhs.type, i64)])
         if op in (ir.BinaryOp.SHL, ir.BinaryOp.SHR):
             return self.shift(e, lhs, rhs)
-        if op in _WRAPPING and t.is_int:
-            return self.wrapping(_ARITH[op], lhs, rhs, t)
-        return self.narrow(f"({lhs} {_ARITH[op]} {rhs})", t)
+        if op in WRAPPING and t.is_int:
+            return self.wrapping(ARITH[op], lhs, rhs, t)
+        return self.narrow(f"({lhs} {ARITH[op]} {rhs})", t)
 
     def float_math(self, base: str, t: Scalar, args: list[str]) -> str:
         compute = self.d.math_type(t)
@@ -560,7 +557,7 @@ class Walker:
         args = [self.expr(a) for a in e.args]
         t = e.type
         if t.is_float:
-            return self.float_math(_FLOAT_MATH[e.fn], t, args)
+            return self.float_math(FLOAT_MATH[e.fn], t, args)
         if e.fn is ir.MathFn.ABS:
             return args[0] if t.kind is Kind.UINT else self.call("abs", t, args)
         if e.fn in (ir.MathFn.MIN, ir.MathFn.MAX):

@@ -98,7 +98,7 @@ def check_cooperation(
     if total > capabilities.shared_memory_per_cube:
         sizes = ", ".join(
             f"{b.name}: {b.size} x {b.elem} = {b.bytes} bytes"
-            for b in kernel.buffers
+            for b in kernel.allocations
             if b.kind is ir.BufferKind.SHARED
         )
         fail(
@@ -106,6 +106,6 @@ def check_cooperation(
             f"gives a cube at most {capabilities.shared_memory_per_cube} bytes"
         )
     atomic_types = {p.type.elem.name for p in kernel.arrays() if p.type.atomic}  # type: ignore[union-attr]
-    atomic_types |= {b.elem.name for b in kernel.buffers if b.atomic}
+    atomic_types |= {b.elem.name for b in kernel.allocations if b.atomic}
     for name in sorted(atomic_types - capabilities.atomics):
         fail(f"it uses cj.Atomic[{name}], and this target has no atomics on {name}")

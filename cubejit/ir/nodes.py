@@ -29,7 +29,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from cubejit.ir.types import ArrayType, Scalar, Type, u32
+from cubejit.ir.types import ArrayType, BufferType, Scalar, TensorType, Type, u32
 
 
 class PositionKind(enum.Enum):
@@ -248,15 +248,49 @@ class PositionOf:
 
 @dataclass(frozen=True, slots=True)
 class Length:
-    """The number of elements of the array parameter ``array``; ``u32``."""
+    """The number of elements of the array or tensor parameter ``array``; ``u32`` (a launch
+    refuses a buffer of ``2**32`` elements or more)."""
 
     array: str
     type: Scalar = u32
 
 
 @dataclass(frozen=True, slots=True)
+class Shape:
+    """The extent of tensor parameter ``tensor`` along ``dim`` (``0 <= dim < rank``); ``u32``."""
+
+    tensor: str
+    dim: int
+    type: Scalar = u32
+
+
+@dataclass(frozen=True, slots=True)
+class Stride:
+    """The stride, in elements, of tensor parameter ``tensor`` along ``dim``; ``u32``, never
+    negative (a launch refuses negative strides), zero along a broadcast dimension."""
+
+    tensor: str
+    dim: int
+    type: Scalar = u32
+
+
+@dataclass(frozen=True, slots=True)
+class TensorIndex:
+    """The offset, in elements, of the element of tensor ``tensor`` at coordinates ``indices``
+    (one integer per dimension): the sum of each index times its stride. A launch refuses a
+    tensor whose last element lies ``2**32`` elements or more past its first, so the offset of
+    every element in bounds is exact in ``u32``; an emitter may compute it wider (the C backend
+    does, in 64 bits, so that it stays affine in a loop counter)."""
+
+    tensor: str
+    indices: tuple[Expr, ...]
+    type: Scalar = u32
+
+
+@dataclass(frozen=True, slots=True)
 class Load:
-    """``array[index]``; ``index`` is an integer, ``type`` the array's element type."""
+    """``array[index]``; ``index`` is an integer, ``type`` the array's element type. For a
+    tensor ``array``, ``index`` is a :class:`TensorIndex` of that tensor."""
 
     array: str
     index: Expr
@@ -314,7 +348,22 @@ class Select:
     type: Scalar
 
 
-Expr = Const | Var | PositionOf | Length | Load | Unary | Binary | Cast | Bitcast | Math | Select
+Expr = (
+    Const
+    | Var
+    | PositionOf
+    | Length
+    | Shape
+    | Stride
+    | TensorIndex
+    | Load
+    | Unary
+    | Binary
+    | Cast
+    | Bitcast
+    | Math
+    | Select
+)
 
 
 # Statements.
@@ -330,7 +379,8 @@ class Assign:
 
 @dataclass(frozen=True, slots=True)
 class Store:
-    """``array[index] = value``; ``value`` has the array's element type."""
+    """``array[index] = value``; ``value`` has the array's element type (``index`` as for
+    :class:`Load`)."""
 
     array: str
     index: Expr
@@ -556,7 +606,7 @@ class Buffer:
 
 @dataclass(frozen=True, slots=True)
 class Param:
-    """A launch argument: a scalar passed by value, or an array passed as a buffer."""
+    """A launch argument: a scalar passed by value, or an array or tensor passed as a buffer."""
 
     name: str
     type: Type
@@ -583,16 +633,24 @@ class KernelIR:
     locals: tuple[Local, ...]
     """Every local the body assigns, in order of first assignment."""
     body: tuple[Stmt, ...]
-    buffers: tuple[Buffer, ...] = ()
+    allocations: tuple[Buffer, ...] = ()
     """Shared memory and local arrays the body uses, in order of declaration."""
 
     def arrays(self) -> tuple[Param, ...]:
         """The array parameters, in signature order."""
         return tuple(p for p in self.params if isinstance(p.type, ArrayType))
 
+    def tensors(self) -> tuple[Param, ...]:
+        """The tensor parameters, in signature order."""
+        return tuple(p for p in self.params if isinstance(p.type, TensorType))
+
+    def buffers(self) -> dict[str, BufferType]:
+        """The type of each array and tensor parameter, by name."""
+        return {p.name: p.type for p in self.params if isinstance(p.type, ArrayType | TensorType)}
+
     def shared_bytes(self) -> int:
         """Bytes of shared memory one cube holds, all its buffers together."""
-        return sum(b.bytes for b in self.buffers if b.kind is BufferKind.SHARED)
+        return sum(b.bytes for b in self.allocations if b.kind is BufferKind.SHARED)
 
     def has(self, kind: type) -> bool:
         """Whether a statement of kind ``kind`` appears anywhere in the body."""

@@ -32,10 +32,13 @@ from cubejit.ir.nodes import (
     RangeFor,
     Return,
     Select,
+    Shape,
     Stmt,
     Store,
+    Stride,
     SyncCube,
     SyncPlane,
+    TensorIndex,
     Unary,
     UnaryOp,
     Var,
@@ -86,7 +89,7 @@ def print_kernel(kernel: KernelIR) -> str:
     params = ", ".join(f"{p.name}: {p.type}" for p in kernel.params)
     lines = [f"kernel {kernel.name}({params}):"]
     lines += [f"{_INDENT}let {local.name}: {local.type}" for local in kernel.locals]
-    for b in kernel.buffers:
+    for b in kernel.allocations:
         elem = f"Atomic[{b.elem}]" if b.atomic else str(b.elem)
         lines.append(f"{_INDENT}{b.kind.value} {b.name}: {elem}[{b.size}]")
     _block(kernel.body, 1, lines)
@@ -118,7 +121,7 @@ def _stmt(stmt: Stmt, depth: int, lines: list[str]) -> None:
     if isinstance(stmt, Assign):
         lines.append(f"{pad}{stmt.name} = {print_expr(stmt.value)}")
     elif isinstance(stmt, Store):
-        lines.append(f"{pad}{stmt.array}[{print_expr(stmt.index)}] = {print_expr(stmt.value)}")
+        lines.append(f"{pad}{stmt.array}[{_subscript(stmt.index)}] = {print_expr(stmt.value)}")
     elif isinstance(stmt, If):
         lines.append(f"{pad}if {print_expr(stmt.cond)}:")
         _block(stmt.then, depth + 1, lines)
@@ -169,6 +172,13 @@ def _const(const: Const) -> tuple[str, int]:
     return text, _UNARY if text.startswith("-") else _ATOM
 
 
+def _subscript(index: Expr) -> str:
+    """What goes between a buffer's brackets: a tensor's coordinates, an array's index."""
+    if isinstance(index, TensorIndex):
+        return ", ".join(print_expr(i) for i in index.indices)
+    return print_expr(index)
+
+
 def _wrap(expr: Expr, minimum: int) -> str:
     text, precedence = _expr(expr)
     return f"({text})" if precedence < minimum else text
@@ -184,8 +194,12 @@ def _expr(expr: Expr) -> tuple[str, int]:
         return expr.which.name, _ATOM
     if isinstance(expr, Length):
         return f"{expr.array}.len()", _ATOM
+    if isinstance(expr, Shape | Stride):
+        return f"{expr.tensor}.{type(expr).__name__.lower()}({expr.dim})", _ATOM
+    if isinstance(expr, TensorIndex):
+        return f"{expr.tensor}.offset({', '.join(print_expr(i) for i in expr.indices)})", _ATOM
     if isinstance(expr, Load):
-        return f"{expr.array}[{print_expr(expr.index)}]", _ATOM
+        return f"{expr.array}[{_subscript(expr.index)}]", _ATOM
     if isinstance(expr, Cast):
         return f"{expr.type.name}({print_expr(expr.value)})", _ATOM
     if isinstance(expr, Bitcast):

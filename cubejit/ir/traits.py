@@ -16,11 +16,11 @@ from __future__ import annotations
 import enum
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import assert_never
 
 from cubejit.ir import nodes as ir
-from cubejit.ir.traversal import operands, walk_expr, walk_stmts
+from cubejit.ir.traversal import operands, walk_stmts
 from cubejit.ir.values import MemorySpace, Value
 
 
@@ -111,31 +111,59 @@ def _access(values: Mapping[str, Value], name: str) -> Access:
 
 def expr_reads(e: ir.Expr, values: Mapping[str, Value]) -> frozenset[Access]:
     """The buffers ``e`` reads, its operands included."""
-    return frozenset(a for sub in walk_expr(e) for a in _own_reads(sub, values))
+    return frozenset(_access(values, name) for name in _buffers_read(e))
 
 
-def _own_reads(e: ir.Expr, values: Mapping[str, Value]) -> tuple[Access, ...]:
+def _buffers_read(e: ir.Expr) -> list[str]:
+    names: list[str] = []
+    stack = [e]
+    while stack:
+        top = stack.pop()
+        name = _buffer_read(top)
+        if name is not None:
+            names.append(name)
+        stack.extend(operands(top))
+    return names
+
+
+def reads_memory(e: ir.Expr) -> bool:
+    """Whether evaluating ``e`` reads a buffer element, so that its value may change when
+    statements run between two evaluations (the frontend asks before it reuses a value)."""
+    return bool(_buffers_read(e))
+
+
+def _buffer_read(e: ir.Expr) -> str | None:
+    """The buffer ``e`` itself (not its operands) reads an element of, if any."""
     if isinstance(e, ir.Load):
-        return (_access(values, e.array),)
-    if isinstance(e, ir.Const | ir.Var | ir.PositionOf | ir.Length):
-        return ()
+        return e.array
+    if isinstance(e, ir.Const | ir.Var | ir.PositionOf | ir.Length | ir.Shape | ir.Stride):
+        return None
+    if isinstance(e, ir.TensorIndex):
+        return None
     if isinstance(e, ir.Unary | ir.Binary | ir.Cast | ir.Bitcast | ir.Math | ir.Select):
-        return ()
+        return None
     assert_never(e)
 
 
 def own_traits(s: ir.Stmt, values: Mapping[str, Value]) -> Traits:
     """What ``s`` itself does: its own effect and the expressions it evaluates, without the
     statements of its nested blocks."""
-    reads = frozenset(a for e in operands(s) for a in expr_reads(e, values))
+    reads = frozenset(_access(values, name) for e in operands(s) for name in _buffers_read(e))
+    effect = _effect(s, values)
+    return replace(effect, reads=reads | effect.reads)
+
+
+def _effect(s: ir.Stmt, values: Mapping[str, Value]) -> Traits:
+    """What ``s`` itself does besides evaluating its expressions (its ``reads`` are only what
+    the effect itself reads: an atomic's element)."""
     if isinstance(s, ir.Assign):
-        return Traits(reads, assigns=frozenset((s.name,)))
+        return Traits(assigns=frozenset((s.name,)))
     if isinstance(s, ir.Store):
-        return Traits(reads, frozenset((_access(values, s.array),)))
+        return Traits(writes=frozenset((_access(values, s.array),)))
     if isinstance(s, ir.If | ir.While):
-        return Traits(reads)
+        return _NOTHING
     if isinstance(s, ir.RangeFor):
-        return Traits(reads, assigns=frozenset((s.var,)))
+        return Traits(assigns=frozenset((s.var,)))
     if isinstance(s, ir.Break):
         return Traits(exits=frozenset((Exit.BREAK,)))
     if isinstance(s, ir.Continue):
@@ -146,16 +174,17 @@ def own_traits(s: ir.Stmt, values: Mapping[str, Value]) -> Traits:
         element = frozenset((_access(values, s.array),))
         written = frozenset() if s.op is ir.AtomicOp.LOAD else element
         assigned = frozenset() if s.result is None else frozenset((s.result,))
-        return Traits(reads | element, written, assigned)
+        return Traits(element, written, assigned)
     if isinstance(s, ir.SyncCube):
         return Traits(synchronises=Group.CUBE, converged=Group.CUBE)
     if isinstance(s, ir.SyncPlane):
         return Traits(synchronises=Group.PLANE, converged=Group.PLANE)
     if isinstance(s, ir.PlaneOp):
-        return Traits(reads, assigns=frozenset((s.result,)), converged=Group.PLANE)
+        return Traits(assigns=frozenset((s.result,)), converged=Group.PLANE)
     assert_never(s)
 
 
+_NOTHING = Traits()
 _LOOP_EXITS = frozenset((Exit.BREAK, Exit.CONTINUE))
 
 
@@ -168,15 +197,7 @@ def traits(s: ir.Stmt, values: Mapping[str, Value]) -> Traits:
             result = result.join(block_traits(inner, values))
     elif isinstance(s, ir.RangeFor | ir.While):
         body = block_traits(s.body, values)
-        kept = Traits(
-            body.reads,
-            body.writes,
-            body.assigns,
-            body.synchronises,
-            body.converged,
-            body.exits - _LOOP_EXITS,
-        )
-        result = result.join(kept)
+        result = result.join(replace(body, exits=body.exits - _LOOP_EXITS))
     elif not isinstance(
         s,
         ir.Assign
@@ -205,5 +226,5 @@ def assignments(block: tuple[ir.Stmt, ...], values: Mapping[str, Value]) -> Coun
     """How many statements of ``block`` (nested ones included) assign each name."""
     counts: Counter[str] = Counter()
     for s in walk_stmts(block):
-        counts.update(own_traits(s, values).assigns)
+        counts.update(_effect(s, values).assigns)
     return counts

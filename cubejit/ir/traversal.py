@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import operator
 import typing
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -33,8 +34,6 @@ class Role(enum.Enum):
 
     EXPR = "expr"
     """One operand."""
-    OPTIONAL_EXPR = "optional expr"
-    """One operand or None."""
     EXPRS = "exprs"
     """A tuple of operands."""
     BLOCK = "block"
@@ -49,31 +48,39 @@ class NodeField:
     role: Role
 
 
-_EXPR_SET = frozenset(EXPR_KINDS)
-
-
-def _role(hint: object) -> Role:
+def _role(kind: type, name: str, hint: object) -> Role:
     if hint == Expr:
         return Role.EXPR
     if hint == tuple[Expr, ...]:
         return Role.EXPRS
     if hint == tuple[Stmt, ...]:
         return Role.BLOCK
-    args = set(typing.get_args(hint))
-    if type(None) in args and args - {type(None)} == _EXPR_SET:
-        return Role.OPTIONAL_EXPR
+    if _mentions_a_node(hint):
+        raise TypeError(
+            f"{kind.__name__}.{name} holds nodes as {hint}; a child field is annotated Expr, "
+            f"tuple[Expr, ...] or tuple[Stmt, ...], so that every walk sees it"
+        )
     return Role.DATA
+
+
+def _mentions_a_node(hint: object) -> bool:
+    if hint in EXPR_KINDS or hint in STMT_KINDS:
+        return True
+    return any(_mentions_a_node(arg) for arg in typing.get_args(hint))
 
 
 _FIELDS: dict[type, tuple[NodeField, ...]] = {}
 
 
 def fields_of(kind: type) -> tuple[NodeField, ...]:
-    """The fields of node class ``kind`` in declaration order, each with its role."""
+    """The fields of node class ``kind`` in declaration order, each with its role. Raises
+    TypeError for a field that holds nodes in any other shape than the three roles name."""
     found = _FIELDS.get(kind)
     if found is None:
         hints = typing.get_type_hints(kind)
-        found = tuple(NodeField(f.name, _role(hints[f.name])) for f in dataclasses.fields(kind))
+        found = tuple(
+            NodeField(f.name, _role(kind, f.name, hints[f.name])) for f in dataclasses.fields(kind)
+        )
         _FIELDS[kind] = found
     return found
 
@@ -91,14 +98,40 @@ def is_stmt(value: object) -> typing.TypeGuard[Stmt]:
 def operands(node: Node) -> tuple[Expr, ...]:
     """The expressions directly in ``node``'s fields: an expression's operands, or the
     expressions a statement itself evaluates (not those of its nested statements)."""
-    found: list[Expr] = []
-    for f in fields_of(type(node)):
-        value = getattr(node, f.name)
-        if f.role is Role.EXPR or (f.role is Role.OPTIONAL_EXPR and value is not None):
-            found.append(value)
-        elif f.role is Role.EXPRS:
-            found.extend(value)
-    return tuple(found)
+    getter = _GETTERS.get(type(node))
+    if getter is None:
+        getter = _GETTERS[type(node)] = _operand_getter(type(node))
+    return getter(node)
+
+
+_GETTERS: dict[type, Callable[[Node], tuple[Expr, ...]]] = {}
+"""By node class: how to read its operands. Walks run on every compile, so each class gets the
+cheapest reader its fields allow."""
+
+
+def _operand_getter(kind: type) -> Callable[[Node], tuple[Expr, ...]]:
+    fields = [f for f in fields_of(kind) if f.role in (Role.EXPR, Role.EXPRS)]
+    if not fields:
+        return lambda node: ()
+    if len(fields) == 1:
+        name = fields[0].name
+        if fields[0].role is Role.EXPRS:
+            return lambda node: getattr(node, name)  # type: ignore[no-any-return]
+        return lambda node: (getattr(node, name),)
+    if all(f.role is Role.EXPR for f in fields):
+        return operator.attrgetter(*(f.name for f in fields))
+
+    def gather(node: Node) -> tuple[Expr, ...]:
+        found: list[Expr] = []
+        for f in fields:
+            value = getattr(node, f.name)
+            if f.role is Role.EXPR:
+                found.append(value)
+            else:
+                found.extend(value)
+        return tuple(found)
+
+    return gather
 
 
 def blocks(stmt: Stmt) -> tuple[Block, ...]:
@@ -115,25 +148,32 @@ def rebuild(
     block: Callable[[Block], Block] | None = None,
 ) -> _N:
     """``node`` with each operand ``e`` replaced by ``expr(e)`` and each block ``b`` by
-    ``block(b)``; its data fields unchanged. The result is ``node`` itself when nothing changed."""
+    ``block(b)``; its data fields unchanged. The result is ``node`` itself when every
+    replacement is the very object it replaces (changes are found by identity, never by
+    comparing trees)."""
     changes: dict[str, object] = {}
     for f in fields_of(type(node)):
         value = getattr(node, f.name)
-        new: object = value
         if expr is not None and f.role is Role.EXPR:
             new = expr(value)
-        elif expr is not None and f.role is Role.OPTIONAL_EXPR and value is not None:
-            new = expr(value)
+            if new is not value:
+                changes[f.name] = new
         elif expr is not None and f.role is Role.EXPRS:
-            new = tuple(expr(e) for e in value)
+            operands_ = tuple(expr(e) for e in value)
+            if _replaced(operands_, value):
+                changes[f.name] = operands_
         elif block is not None and f.role is Role.BLOCK:
-            new = block(value)
-        if new != value:
-            changes[f.name] = new
+            stmts = block(value)
+            if _replaced(stmts, value):
+                changes[f.name] = stmts
     if not changes:
         return node
     rebuilt: _N = dataclasses.replace(node, **changes)  # type: ignore[arg-type]
     return rebuilt
+
+
+def _replaced(new: tuple[Node, ...], old: tuple[Node, ...]) -> bool:
+    return len(new) != len(old) or any(a is not b for a, b in zip(new, old, strict=True))
 
 
 def map_expr(e: Expr, fn: Callable[[Expr], Expr]) -> Expr:
@@ -171,5 +211,9 @@ def walk_expr(e: Expr) -> Iterator[Expr]:
 def walk_exprs(block: Block) -> Iterator[Expr]:
     """Every expression evaluated anywhere in ``block``, each before its operands."""
     for stmt in walk_stmts(block):
-        for e in operands(stmt):
-            yield from walk_expr(e)
+        stack = list(operands(stmt))
+        stack.reverse()
+        while stack:
+            top = stack.pop()
+            yield top
+            stack.extend(operands(top))

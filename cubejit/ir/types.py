@@ -1,8 +1,9 @@
-"""The types of the IR: scalars and one-dimensional arrays of them.
+"""The types of the IR: scalars, one-dimensional arrays and strided tensors of them.
 
 A type is a frozen value compared by equality. The kernel language exposes the scalars as
-``cj.f32`` and friends and builds array types with ``cj.Array[cj.f32]``; backends map each
-scalar to their own spelling through :attr:`Scalar.name`.
+``cj.f32`` and friends and builds buffer types with ``cj.Array[cj.f32]`` and
+``cj.Tensor[cj.f32]``; backends map each scalar to their own spelling through
+:attr:`Scalar.name`.
 """
 
 from __future__ import annotations
@@ -81,7 +82,30 @@ class ArrayType:
         return f"cj.Array[cj.{self.elem.name}]"
 
 
-Type = Scalar | ArrayType
+@dataclass(frozen=True, slots=True)
+class TensorType:
+    """An n-dimensional strided view of a buffer of ``elem``: its rank is part of the kernel,
+    its shape and strides (in elements) are values a launch passes."""
+
+    elem: Scalar
+    """The element type."""
+    rank: int | None = None
+    """The number of dimensions, at least 1; ``None`` in a signature whose rank each launch's
+    argument decides (a kernel's IR always has a rank)."""
+
+    def __str__(self) -> str:
+        rank = "" if self.rank is None else f", {self.rank}"
+        return f"Tensor[{self.elem.name}{rank}]"
+
+    def __repr__(self) -> str:
+        rank = "" if self.rank is None else f", {self.rank}"
+        return f"cj.Tensor[cj.{self.elem.name}{rank}]"
+
+
+BufferType = ArrayType | TensorType
+"""A parameter passed as a buffer rather than by value."""
+
+Type = Scalar | ArrayType | TensorType
 
 bool_ = Scalar("bool", Kind.BOOL, 8)
 i8 = Scalar("i8", Kind.INT, 8)

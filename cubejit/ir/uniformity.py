@@ -72,7 +72,7 @@ class Uniformity:
 
     def of(self, e: ir.Expr) -> Uniform:
         """How uniform the value of ``e`` is (where it is evaluated)."""
-        if isinstance(e, ir.Const | ir.Length):
+        if isinstance(e, ir.Const | ir.Length | ir.Shape | ir.Stride):
             return Uniform.LAUNCH
         if isinstance(e, ir.Var):
             return self.names.get(e.name, Uniform.UNIT)
@@ -84,7 +84,9 @@ class Uniformity:
             return Uniform.UNIT if e.array in self.written else self.of(e.index)
         if isinstance(e, ir.Binary) and _splits_at_planes(e):
             return max(Uniform.PLANE, self.of(e.rhs))
-        if isinstance(e, ir.Unary | ir.Binary | ir.Cast | ir.Bitcast | ir.Math | ir.Select):
+        if isinstance(
+            e, ir.TensorIndex | ir.Unary | ir.Binary | ir.Cast | ir.Bitcast | ir.Math | ir.Select
+        ):
             return max((self.of(sub) for sub in operands(e)), default=Uniform.LAUNCH)
         assert_never(e)
 

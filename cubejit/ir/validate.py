@@ -43,10 +43,13 @@ from cubejit.ir.nodes import (
     RangeFor,
     Return,
     Select,
+    Shape,
     Stmt,
     Store,
+    Stride,
     SyncCube,
     SyncPlane,
+    TensorIndex,
     Unary,
     UnaryOp,
     Var,
@@ -55,7 +58,7 @@ from cubejit.ir.nodes import (
 from cubejit.ir.printer import print_expr, print_stmt
 from cubejit.ir.traits import own_traits
 from cubejit.ir.traversal import is_expr, is_stmt, walk_stmts
-from cubejit.ir.types import ArrayType, Kind, Scalar, bool_, u32
+from cubejit.ir.types import ArrayType, BufferType, Kind, Scalar, TensorType, bool_, u32
 from cubejit.ir.values import declared
 
 _ARITY = {
@@ -110,9 +113,10 @@ class _Checker:
         self.kernel = kernel
         self.scalars: dict[str, Scalar] = {}
         """Names an Assign or Var may use: scalar parameters and locals."""
-        self.arrays: dict[str, ArrayType] = {}
-        self.buffers: set[str] = set()
-        """Arrays the kernel declares (shared memory, local arrays) rather than receives."""
+        self.arrays: dict[str, BufferType] = {}
+        """Array and tensor parameters, and the buffers the kernel allocates."""
+        self.allocated: set[str] = set()
+        """Arrays the kernel allocates (shared memory, local arrays) rather than receives."""
         self.local_names: set[str] = set()
         self.assigned: set[str] = set()
 
@@ -123,8 +127,11 @@ class _Checker:
             if param.name in seen:
                 _fail(f"parameter {param.name} is declared twice")
             seen.add(param.name)
-            if isinstance(param.type, ArrayType):
-                _scalar(param.type.elem, f"the elements of array {param.name}")
+            if isinstance(param.type, ArrayType | TensorType):
+                _scalar(param.type.elem, f"the elements of {param.name}")
+                rank = getattr(param.type, "rank", 1)
+                if not isinstance(rank, int) or isinstance(rank, bool) or rank < 1:
+                    _fail(f"tensor {param.name} has rank {rank!r}, not an int of 1 or more")
                 self.arrays[param.name] = param.type
             else:
                 self.scalars[param.name] = _scalar(param.type, f"parameter {param.name}")
@@ -135,7 +142,7 @@ class _Checker:
             seen.add(local.name)
             self.scalars[local.name] = _scalar(local.type, f"local {local.name}")
             self.local_names.add(local.name)
-        for buffer in self.kernel.buffers:
+        for buffer in self.kernel.allocations:
             _check_name(buffer.name, buffer.kind.value)
             if buffer.name in seen:
                 _fail(f"{buffer.kind.value} buffer {buffer.name} shares another name")
@@ -144,7 +151,7 @@ class _Checker:
             if not isinstance(buffer.size, int) or buffer.size < 1:
                 _fail(f"{buffer.name} has {buffer.size!r} elements; a buffer has at least 1")
             self.arrays[buffer.name] = ArrayType(buffer.elem, buffer.atomic)
-            self.buffers.add(buffer.name)
+            self.allocated.add(buffer.name)
         self.block(self.kernel.body, loops=0)
         for name in sorted(self.local_names - self.assigned):
             _fail(f"local {name} is declared but never assigned")
@@ -175,9 +182,9 @@ class _Checker:
             self.expect(stmt.value, declared, f"the value assigned to {stmt.name}")
         elif isinstance(stmt, Store):
             array = self.array(stmt.array)
-            if array.atomic:
+            if _is_atomic(array):
                 _fail(f"{stmt.array} holds atomics, written by an atomic store")
-            self.index(stmt.index)
+            self.buffer_index(stmt.array, stmt.index)
             self.expect(stmt.value, array.elem, f"the value stored into {stmt.array}")
         elif isinstance(stmt, If):
             self.expect(stmt.cond, bool_, "an if condition")
@@ -207,14 +214,14 @@ class _Checker:
 
     def atomic(self, stmt: Atomic) -> None:
         array = self.array(stmt.array)
-        if not array.atomic:
+        if not _is_atomic(array):
             _fail(f"{stmt.array} is not an array of atomics")
         elem = array.elem
         if not (elem.is_int or elem.is_float) or elem.bits not in (32, 64):
             _fail(f"atomics take 32- and 64-bit numbers, not {elem}")
         if stmt.op in INT_ATOMICS and not elem.is_int:
             _fail(f"{stmt.op.value} takes integers, not {elem}")
-        self.index(stmt.index)
+        self.buffer_index(stmt.array, stmt.index)
         if len(stmt.args) != stmt.op.operands:
             _fail(f"{stmt.op.value} takes {stmt.op.operands} value(s), not {len(stmt.args)}")
         for arg in stmt.args:
@@ -245,10 +252,27 @@ class _Checker:
         if result != expected:
             _fail(f"the result of {fn.value} is {expected}, not {result}")
 
-    def array(self, name: str) -> ArrayType:
+    def array(self, name: str) -> BufferType:
         if name not in self.arrays:
-            _fail(f"{name} is not an array parameter")
+            _fail(f"{name} is not an array parameter nor a tensor parameter")
         return self.arrays[name]
+
+    def tensor(self, name: str, dim: int | None = None) -> TensorType:
+        t = self.arrays.get(name)
+        if not isinstance(t, TensorType) or t.rank is None:
+            _fail(f"{name} is not a tensor parameter")
+        assert isinstance(t, TensorType) and t.rank is not None
+        if dim is not None and (not isinstance(dim, int) or not 0 <= dim < t.rank):
+            _fail(f"dimension {dim!r} of {name}, which has rank {t.rank}")
+        return t
+
+    def buffer_index(self, name: str, index: Expr) -> None:
+        """A tensor is indexed by its own coordinates, an array by one integer."""
+        if isinstance(self.array(name), TensorType) != (
+            isinstance(index, TensorIndex) and index.tensor == name
+        ):
+            _fail(f"{name} is indexed by {print_expr(index)}")
+        self.index(index)
 
     def index(self, expr: Expr) -> None:
         if not self.expr(expr).is_int:
@@ -278,16 +302,28 @@ class _Checker:
                 _fail(f"a position must be a Position of type u32: {expr!r}")
         elif isinstance(expr, Length):
             self.array(expr.array)
-            if expr.array in self.buffers:
+            if expr.array in self.allocated:
                 _fail(f"the length of {expr.array} is its constant size, not a Length")
             if t != u32:
                 _fail(f"the length of {expr.array} must be u32")
+        elif isinstance(expr, Shape | Stride):
+            self.tensor(expr.tensor, expr.dim)
+            if t != u32:
+                _fail(f"the shape and strides of {expr.tensor} are u32")
+        elif isinstance(expr, TensorIndex):
+            rank = self.tensor(expr.tensor).rank
+            if not isinstance(expr.indices, tuple) or len(expr.indices) != rank:
+                _fail(f"{expr.tensor} has rank {rank}, indexed by {len(expr.indices)} indices")
+            for index in expr.indices:
+                self.index(index)
+            if t != u32:
+                _fail(f"the offset into {expr.tensor} is u32")
         elif isinstance(expr, Load):
             if self.array(expr.array).elem != t:
                 _fail(f"a load from {expr.array} must have its element type")
-            if self.arrays[expr.array].atomic:
+            if _is_atomic(self.arrays[expr.array]):
                 _fail(f"{expr.array} holds atomics, read by an atomic load")
-            self.index(expr.index)
+            self.buffer_index(expr.array, expr.index)
         elif isinstance(expr, Unary):
             self.unary(expr)
         elif isinstance(expr, Binary):
@@ -366,6 +402,10 @@ class _Checker:
             self.expect(arg, expr.type, f"an argument of {expr.fn.value}")
         if expr.type.kind is Kind.BOOL or (expr.type.is_int and expr.fn not in _INT_MATH):
             _fail(f"{expr.fn.value} does not take {expr.type}")
+
+
+def _is_atomic(t: BufferType) -> bool:
+    return isinstance(t, ArrayType) and t.atomic
 
 
 def _brief(stmt: object) -> str:

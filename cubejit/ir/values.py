@@ -3,8 +3,7 @@
 After CubeCL's ``Variable { kind, item }``: a pass asks a name's :class:`Value` what it is
 (a parameter buffer in global memory, a local scalar, ...) instead of guessing from the name or
 from which list declared it. Expressions name values (``Var``, ``Load``, ``Store``, ``Length``
-by name); :func:`declared` maps every name a kernel declares to its value, and :func:`item_of`
-gives an expression's item.
+by name); :func:`declared` maps every name a kernel declares to its value.
 
 The item is the element type times a line width; the width is 1 until lines land, so today an
 item is its scalar.
@@ -17,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import assert_never
 
-from cubejit.ir.nodes import BufferKind, Expr, KernelIR
-from cubejit.ir.types import ArrayType, Scalar
+from cubejit.ir.nodes import BufferKind, KernelIR
+from cubejit.ir.types import ArrayType, Scalar, TensorType
 
 
 class MemorySpace(enum.Enum):
@@ -96,11 +95,15 @@ def declared(kernel: KernelIR) -> Mapping[str, Value]:
             values[param.name] = Value(
                 param.name, ValueKind.GLOBAL_BUFFER, Item(t.elem), MemorySpace.GLOBAL, 1, t.atomic
             )
+        elif isinstance(t, TensorType):
+            values[param.name] = Value(
+                param.name, ValueKind.GLOBAL_BUFFER, Item(t.elem), MemorySpace.GLOBAL, t.rank or 1
+            )
         else:
             assert_never(t)
     for local in kernel.locals:
         values[local.name] = Value(local.name, ValueKind.LOCAL_SCALAR, Item(local.type), None)
-    for buffer in kernel.buffers:
+    for buffer in kernel.allocations:
         kind, space = _BUFFER_KINDS[buffer.kind]
         values[buffer.name] = Value(buffer.name, kind, Item(buffer.elem), space, 1, buffer.atomic)
     return values
@@ -110,8 +113,3 @@ _BUFFER_KINDS = {
     BufferKind.SHARED: (ValueKind.SHARED_BUFFER, MemorySpace.SHARED),
     BufferKind.LOCAL: (ValueKind.LOCAL_ARRAY, MemorySpace.LOCAL),
 }
-
-
-def item_of(expr: Expr) -> Item:
-    """The item ``expr`` evaluates to."""
-    return Item(expr.type)

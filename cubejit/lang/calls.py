@@ -12,8 +12,21 @@ import ast
 import builtins
 import math
 
-from cubejit.ir.nodes import Assign, Binary, BinaryOp, Const, Length, Math, MathFn, Select, Var
-from cubejit.ir.types import ArrayType, Scalar, bool_, f32
+from cubejit.ir.nodes import (
+    Assign,
+    Binary,
+    BinaryOp,
+    Const,
+    Expr,
+    Length,
+    Math,
+    MathFn,
+    Select,
+    Shape,
+    Stride,
+    Var,
+)
+from cubejit.ir.types import ArrayType, Scalar, TensorType, bool_, f32, u32
 from cubejit.lang import intrinsics
 from cubejit.lang.annotations import ComptimeType
 from cubejit.lang.cooperation import Collective
@@ -37,19 +50,18 @@ _INSTEAD = {
 }
 
 
+_BUFFER_METHODS = frozenset(("len", "rank", "shape", "stride", "coordinate"))
+
+
 class CallRules(CooperationRules):
     """The call half of the expression translator."""
 
     def expr_Call(self, node: ast.Call) -> Value:
         func = node.func
-        if isinstance(func, ast.Attribute) and func.attr == "len":
+        if isinstance(func, ast.Attribute) and func.attr in _BUFFER_METHODS:
             target = self.expr(func.value)
             if isinstance(target, ArrayRef):
-                if node.args or node.keywords:
-                    raise Problem("`.len()` takes no arguments")
-                if target.length is not None:
-                    return Literal(target.length)
-                return Length(target.name)
+                return self.buffer_method(target, func.attr, node)
         cooperative = self.cooperative_call(node)
         if cooperative is not None:
             return cooperative
@@ -106,6 +118,60 @@ class CallRules(CooperationRules):
             f"(cj.f32(x)), cj math functions and @cj.function functions",
             unsupported=True,
         )
+
+    def buffer_method(self, ref: ArrayRef, method: str, node: ast.Call) -> Value:
+        """``a.len()``, and a tensor's ``t.rank()``, ``t.shape(d)``, ``t.stride(d)`` and
+        ``t.coordinate(i, d)``; ``d`` is a constant (a literal, comptime value or ``cj.unroll``
+        index) below the rank."""
+        text = Spelling(node)
+        if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+            raise Problem(f"`.{method}(...)` takes positional arguments only, in `{text}`")
+        arity = {"len": 0, "rank": 0, "shape": 1, "stride": 1, "coordinate": 2}[method]
+        if method == "len":
+            if node.args:
+                raise Problem("`.len()` takes no arguments")
+            if ref.length is not None:
+                return Literal(ref.length)
+            return Length(ref.name)
+        t = ref.type
+        if not isinstance(t, TensorType) or t.rank is None:
+            raise Problem(
+                f"`.{method}()` is a tensor's; `{ast.unparse(node.func)}` is an array, which "
+                f"has one method, `.len()` (annotate it cj.Tensor[...] for a strided view)",
+                unsupported=True,
+            )
+        if len(node.args) != arity:
+            raise Problem(f"`.{method}()` takes {arity} argument(s), in `{text}`")
+        if method == "rank":
+            return Literal(t.rank)
+        dim = self.scalar(node.args[-1])
+        if (
+            not isinstance(dim, Literal)
+            or isinstance(dim.value, bool)
+            or not isinstance(dim.value, int)
+        ):
+            raise Problem(
+                f"the dimension of `{text}` must be a constant int (a literal, a comptime "
+                f"value or a cj.unroll index)"
+            )
+        d = dim.value
+        if not 0 <= d < t.rank:
+            raise Problem(f"`{text}`: dimension {d} of a tensor of rank {t.rank}")
+        if method == "shape":
+            return Shape(ref.name, d)
+        if method == "stride":
+            return Stride(ref.name, d)
+        index = coerce(self.scalar(node.args[0]), u32, f"the index of `{text}`")
+        inner: Expr | None = None
+        for k in range(d + 1, t.rank):
+            inner = (
+                Shape(ref.name, k)
+                if inner is None
+                else Binary(BinaryOp.MUL, inner, Shape(ref.name, k), u32)
+            )
+        if inner is not None:
+            index = Binary(BinaryOp.FLOORDIV, index, inner, u32)
+        return Binary(BinaryOp.MOD, index, Shape(ref.name, d), u32)
 
     def float_test(self, nan: bool, node: ast.Call, text: Spelling) -> Scalarish:
         """``cj.isnan(x)`` (``x != x``) or ``cj.isinf(x)`` (``abs(x) == inf``), on a float."""
@@ -244,10 +310,16 @@ class CallRules(CooperationRules):
                 f"scalar type or leave it unannotated"
             )
         if isinstance(value, ArrayRef):
-            if annotated is not None and annotated != value.type:
+            any_rank = (
+                isinstance(annotated, TensorType)
+                and annotated.rank is None
+                and isinstance(value.type, TensorType)
+                and annotated.elem == value.type.elem
+            )
+            if annotated is not None and annotated != value.type and not any_rank:
                 raise Problem(f"{what} is {annotated}, but an {value.type} was passed")
             return value
-        if isinstance(annotated, ArrayType):
+        if isinstance(annotated, ArrayType | TensorType):
             raise Problem(f"{what} is {annotated}, but a scalar was passed")
         if isinstance(value, PyObject):
             raise Problem(

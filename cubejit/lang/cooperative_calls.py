@@ -131,7 +131,7 @@ class CooperationRules(ExpressionRules):
         )
         shared = maker.kind is BufferKind.SHARED
         name = self.fresh(self.frame.prefix + ("shared" if shared else "local"))
-        self.buffers.append(Buffer(name, maker.kind, elem, size, atomic))
+        self.allocations.append(Buffer(name, maker.kind, elem, size, atomic))
         return ArrayRef(name, ArrayType(elem, atomic), size)
 
     def atomic_call(

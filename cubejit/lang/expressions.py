@@ -28,11 +28,12 @@ from cubejit.ir.nodes import (
     PositionOf,
     Select,
     Stmt,
+    TensorIndex,
     Unary,
     UnaryOp,
     Var,
 )
-from cubejit.ir.types import Kind, bool_, i32
+from cubejit.ir.types import Kind, TensorType, bool_, i32
 from cubejit.lang import intrinsics
 from cubejit.lang.builder import Builder
 from cubejit.lang.frame import ConstBinding, LocalBinding
@@ -79,6 +80,39 @@ UNARY_OPS: dict[type[ast.unaryop], UnaryOp] = {
     ast.Invert: UnaryOp.INVERT,
 }
 IR_EXPRS = get_args(Expr)
+
+
+def buffer_methods(ref: ArrayRef) -> str:
+    """What may be asked of ``ref``, for messages."""
+    if isinstance(ref.type, TensorType):
+        return (
+            "a tensor has `.len()`, `.rank()`, `.shape(d)`, `.stride(d)` and "
+            "`.coordinate(i, d)`, and is indexed `t[i, j, ...]`"
+        )
+    return "an array has one method, `.len()`"
+
+
+def tensor_index_nodes(tensor: ArrayRef, node: ast.Subscript) -> list[ast.expr]:
+    """The index expressions of ``node``, a subscript of ``tensor``: exactly its rank of them."""
+    assert isinstance(tensor.type, TensorType)
+    rank = tensor.type.rank
+    nodes = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
+    if any(isinstance(n, ast.Slice | ast.Starred) for n in nodes):
+        raise Problem(
+            f"a tensor is indexed one element at a time, `{ast.unparse(node.value)}[i, j, ...]`; "
+            f"slices are not supported",
+            unsupported=True,
+        )
+    if len(nodes) != rank:
+        example = ", ".join("ijkl"[d] if d < 4 else f"i{d}" for d in range(rank or 1))
+        raise Problem(
+            f"`{ast.unparse(node.value)}` is a tensor of rank {rank} and takes {rank} "
+            f"ind{'ex' if rank == 1 else 'ices'} (`{ast.unparse(node.value)}[{example}]`), "
+            f"not {len(nodes)}"
+        )
+    return nodes
+
+
 _MATH_NAMES = {
     m.fn.value for m in vars(intrinsics).values() if isinstance(m, intrinsics.MathMarker)
 }
@@ -199,7 +233,8 @@ class ExpressionRules(Builder):
             return self.python_object(getattr(base.obj, node.attr), spelling)
         if isinstance(base, ArrayRef):
             raise Problem(
-                f"arrays have one method, `.len()`; `.{node.attr}` is not supported",
+                f"`.{node.attr}` of `{ast.unparse(node.value)}` is not supported; "
+                f"{buffer_methods(base)}",
                 unsupported=True,
             )
         raise Problem(
@@ -241,8 +276,13 @@ class ExpressionRules(Builder):
         array = self.expr(node.value)
         if not isinstance(array, ArrayRef):
             raise Problem(
-                f"only arrays can be indexed; `{ast.unparse(node.value)}` is not one",
+                f"only arrays and tensors can be indexed; `{ast.unparse(node.value)}` is not one",
                 unsupported=isinstance(array, PyObject),
+            )
+        if isinstance(array.type, TensorType):
+            nodes = tensor_index_nodes(array, node)
+            return Load(
+                array.name, self.tensor_index(array, nodes, self.operands(nodes)), array.type.elem
             )
         if isinstance(node.slice, ast.Slice | ast.Tuple):
             raise Problem(
@@ -256,6 +296,13 @@ class ExpressionRules(Builder):
                 f"`{ast.unparse(node)}.load()`"
             )
         return Load(array.name, self.index(node.slice), array.type.elem)
+
+    def tensor_index(
+        self, tensor: ArrayRef, nodes: list[ast.expr], values: list[Scalarish]
+    ) -> TensorIndex:
+        """The offset of ``tensor``'s element at ``values``, the translations of ``nodes``."""
+        indices = tuple(self.check_index(v, n) for v, n in zip(values, nodes, strict=True))
+        return TensorIndex(tensor.name, indices)
 
     def index(self, node: ast.expr) -> Expr:
         """An array index: any integer type; a constant must not be negative."""

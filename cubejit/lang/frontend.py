@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from cubejit.ir.nodes import KernelIR, Local, Param
-from cubejit.ir.types import ArrayType, Scalar
+from cubejit.ir.types import ArrayType, Scalar, TensorType
 from cubejit.lang.annotations import ParamAnnotation
+from cubejit.lang.builder import Retranslate
 from cubejit.lang.folding import check_int
 from cubejit.lang.frame import ConstBinding, Frame, LocalBinding
 from cubejit.lang.source import Problem, PySource
@@ -37,13 +38,33 @@ def translate(
     target's units per plane) give ``cj.CUBE_DIM*`` and ``cj.PLANE_DIM`` their values where a
     comptime int is needed (buffer sizes, ``cj.unroll`` bounds).
     """
-    params = tuple(Param(name, t) for name, t in signature if isinstance(t, Scalar | ArrayType))
-    translator = Translator(source.name, params)
+    params = tuple(
+        Param(name, t) for name, t in signature if isinstance(t, Scalar | ArrayType | TensorType)
+    )
+    retyped: dict[str, Scalar] = {}
+    while True:
+        try:
+            return _attempt(source, signature, comptime, params, retyped, cube_dim, plane_dim)
+        except Retranslate as again:
+            retyped = again.types
+
+
+def _attempt(
+    source: PySource,
+    signature: list[tuple[str, ParamAnnotation]],
+    comptime: Mapping[str, bool | int | float],
+    params: tuple[Param, ...],
+    retyped: dict[str, Scalar],
+    cube_dim: tuple[int, int, int] | None,
+    plane_dim: int | None,
+) -> KernelIR:
+    """One translation, with the locals in ``retyped`` declared in those types."""
+    translator = Translator(source.name, params, retyped)
     translator.cube_dim = cube_dim
     translator.plane_dim = plane_dim
     frame = Frame(source, "", source.assigned)
     for name, t in signature:
-        if isinstance(t, ArrayType):
+        if isinstance(t, ArrayType | TensorType):
             frame.env[name] = ArrayRef(name, t)
         elif isinstance(t, Scalar):
             frame.env[name] = LocalBinding(name, t)
@@ -51,14 +72,14 @@ def translate(
     translator.frames.append(frame)
     try:
         for name, t in signature:
-            if not isinstance(t, Scalar | ArrayType):
+            if not isinstance(t, Scalar | ArrayType | TensorType):
                 frame.env[name] = ConstBinding(_comptime(source, name, comptime[name]), "comptime")
         translator.block_of(source.tree.body)
     except Problem as problem:
         raise translator.error(source.tree, problem) from None
     locals_ = tuple(Local(name, t) for name, t in translator.locals.items())
     return KernelIR(
-        source.name, params, locals_, tuple(translator.block), tuple(translator.buffers)
+        source.name, params, locals_, tuple(translator.block), tuple(translator.allocations)
     )
 
 

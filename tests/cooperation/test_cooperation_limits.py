@@ -35,7 +35,7 @@ def test_buffer_sizes_are_folded_from_comptime_values_cube_dim_and_plane_dim() -
         x[1] = a[0] + cj.f32(b[0] + a.len())
 
     ir = sized.specialize((16, 2), K=5).define(plane_dim=32)
-    sizes = {b.kind: b.size for b in ir.buffers}
+    sizes = {b.kind: b.size for b in ir.allocations}
     assert sizes == {BufferKind.SHARED: 16 * 5 + 16, BufferKind.LOCAL: 4}
     assert "96i32" in str(ir)
 

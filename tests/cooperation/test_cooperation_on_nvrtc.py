@@ -61,7 +61,7 @@ def build(
 def test_every_cooperative_kernel_compiles_with_nvrtc(arch: str, spec: Any) -> None:
     lowered, artifact = build(CudaCompiler(arch, H200), spec)
     assert artifact.cubin.startswith(ELF_MAGIC)
-    assert lowered.coarsening == 1 or not spec.define(plane_dim=32).buffers
+    assert lowered.coarsening == 1 or not spec.define(plane_dim=32).allocations
 
 
 def test_barriers_and_plane_operations_have_their_cuda_spellings() -> None:

@@ -8,7 +8,7 @@ the usual bounds guard (so the passes that look for a guard see one).
 from __future__ import annotations
 
 from cubejit.ir import nodes as n
-from cubejit.ir.types import ArrayType, bool_, f32, i32, u32
+from cubejit.ir.types import ArrayType, TensorType, bool_, f32, i32, u32
 
 UNIT = n.Var("i", u32)
 K = n.Var("k", i32)
@@ -26,6 +26,9 @@ SAMPLES: dict[type, tuple[n.Stmt, ...]] = {
     n.Var: _assign("s", n.Var("a", f32)),
     n.PositionOf: _assign("j", n.PositionOf(n.Position.CUBE_POS_X)),
     n.Length: _assign("j", n.Length("x")),
+    n.Shape: _assign("j", n.Shape("t", 1)),
+    n.Stride: _assign("j", n.Stride("t", 0)),
+    n.TensorIndex: _assign("s", n.Load("t", n.TensorIndex("t", (K, UNIT)), f32)),
     n.Load: _assign("s", X_I),
     n.Unary: _assign("flag", n.Unary(n.UnaryOp.NOT, FLAG, bool_)),
     n.Binary: _assign("s", n.Binary(n.BinaryOp.MUL, n.Var("a", f32), X_I, f32)),
@@ -93,6 +96,7 @@ def sample_kernel(block: tuple[n.Stmt, ...], guarded: bool) -> n.KernelIR:
             n.Param("a", f32),
             n.Param("x", ArrayType(f32)),
             n.Param("out", ArrayType(f32)),
+            n.Param("t", TensorType(f32, 2)),
             n.Param("hist", ArrayType(u32, atomic=True)),
         ),
         (

@@ -118,3 +118,13 @@ def test_an_expression_maps_bottom_up() -> None:
     mapped = map_expr(e, visit)
     assert seen == ["Var", "Var", "Math", "Binary"]
     assert print_expr(mapped) == "b + sqrt(b)"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _MaybeOperand:
+    value: n.Expr | None
+
+
+def test_a_node_holding_children_in_another_shape_is_refused_rather_than_walked_past() -> None:
+    with pytest.raises(TypeError, match=r"_MaybeOperand.value holds nodes as .*annotated Expr"):
+        fields_of(_MaybeOperand)

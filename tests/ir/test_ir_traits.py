@@ -17,6 +17,7 @@ from cubejit.ir.traits import (
     block_traits,
     expr_reads,
     own_traits,
+    reads_memory,
     traits,
 )
 from cubejit.ir.types import ArrayType, bool_, f32, i32, u32
@@ -151,3 +152,8 @@ def test_values_say_their_kind_item_and_space() -> None:
 def test_a_scalar_is_no_buffer_to_read() -> None:
     with pytest.raises(ValueError, match="a is a scalar parameter, not a buffer"):
         expr_reads(n.Load("a", UNIT, f32), VALUES)
+
+
+def test_an_expression_reads_memory_when_any_operand_loads() -> None:
+    assert reads_memory(n.Cast(n.Unary(n.UnaryOp.NEG, X_I, f32), i32))
+    assert not reads_memory(n.Binary(n.BinaryOp.ADD, n.Length("x"), UNIT, u32))

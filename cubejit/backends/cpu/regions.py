@@ -39,7 +39,7 @@ _FLAT_UNIT = "cj_unit_x + CJ_DIM_X * (cj_unit_y + CJ_DIM_Y * cj_unit_z)"
 
 def needs_regions(kernel: ir.KernelIR) -> bool:
     """Whether ``kernel`` runs as regions: it waits at a barrier or holds shared memory."""
-    shared = any(b.kind is ir.BufferKind.SHARED for b in kernel.buffers)
+    shared = any(b.kind is ir.BufferKind.SHARED for b in kernel.allocations)
     return shared or kernel.has(ir.SyncCube)
 
 
@@ -125,10 +125,13 @@ def _cube_exprs(seg: _CubeIf | _CubeLoop) -> tuple[ir.Expr, ...]:
     return operands(seg.loop)
 
 
-def cube_body(kernel: ir.KernelIR, unit: Dialect, cube: Dialect) -> tuple[str, list[str]]:
+def cube_body(
+    kernel: ir.KernelIR, unit: Dialect, cube: Dialect, contiguous: frozenset[str] = frozenset()
+) -> tuple[str, list[str]]:
     """The helpers ``kernel``'s regions call and the lines of one cube's run, inside the loop
     over cubes (which declares ``cj_cube_*``). ``unit`` spells a region's code, ``cube`` the
-    cube-level conditions and bounds (its unit positions are 0)."""
+    cube-level conditions and bounds (its unit positions are 0); the tensors in ``contiguous``
+    have stride 1 along their last dimension."""
     values = dict(declared(kernel))
     segments = _split(kernel.body)
     uses: dict[str, int] = {}
@@ -149,10 +152,10 @@ def cube_body(kernel: ir.KernelIR, unit: Dialect, cube: Dialect) -> tuple[str, l
         for name in own_traits(s, values).assigns
         if name in params
     }
-    shared = {b.name for b in kernel.buffers if b.kind is ir.BufferKind.SHARED}
+    shared = {b.name for b in kernel.allocations if b.kind is ir.BufferKind.SHARED}
     per_unit |= {name for name, n in uses.items() if n > 1} | assigned_params
     per_unit -= shared | (params - assigned_params)
-    return _Emitter(kernel, segments, per_unit, unit, cube).emit()
+    return _Emitter(kernel, segments, per_unit, unit, cube, contiguous).emit()
 
 
 class _Emitter:
@@ -163,17 +166,18 @@ class _Emitter:
         per_unit: set[str],
         unit: Dialect,
         cube: Dialect,
+        contiguous: frozenset[str],
     ) -> None:
         self.kernel = kernel
         self.segments = segments
         self.per_unit = per_unit
         self.locals = {local.name: local.type for local in kernel.locals}
-        self.buffers = {b.name: b for b in kernel.buffers}
+        self.buffers = {b.name: b for b in kernel.allocations}
         self.params = {p.name: p.type for p in kernel.params}
         unit_spell = {name: f"{self.stored(name)}[cj_u]" for name in per_unit}
         cube_spell = {name: f"{self.stored(name)}[0]" for name in per_unit}
-        self.unit = Walker(kernel, unit, unit_spell)
-        self.cube = Walker(kernel, cube, cube_spell)
+        self.unit = Walker(kernel, unit, contiguous, unit_spell)
+        self.cube = Walker(kernel, cube, contiguous, cube_spell)
         self.lines: list[str] = []
         self.regions = 0
         self.loops = 0
@@ -190,7 +194,7 @@ class _Emitter:
     def emit(self) -> tuple[str, list[str]]:
         d = self.unit.d
         head = []
-        for b in self.kernel.buffers:
+        for b in self.kernel.allocations:
             if b.kind is ir.BufferKind.SHARED:
                 head.append(
                     f"{d.type_name(b.elem)} {buffer_name(b)}[{b.size}] "

@@ -26,8 +26,7 @@ synchronises nor needs its cube or plane converged (units of different cubes wou
 each other), never leaves (no ``return``, no loop exit) and holds no loop. Within one unit, a
 straight-line statement moves ahead of the unit's stores when its traits say it writes no
 buffer and reads none the unit stored before; a store is split into its evaluation (moved
-ahead) and its write.
-Any other kernel keeps one unit per thread.
+ahead) and its write. Any other kernel keeps one unit per thread.
 """
 
 from __future__ import annotations
@@ -38,10 +37,10 @@ from typing import assert_never
 
 from cubejit.backends.unit_loop import plan_unit_loop
 from cubejit.ir import nodes as ir
-from cubejit.ir.traits import Traits, block_traits, traits
+from cubejit.ir.traits import Traits, assignments, block_traits, traits
 from cubejit.ir.traversal import blocks, map_expr, walk_exprs
-from cubejit.ir.types import ArrayType, bool_, u32
-from cubejit.ir.values import MemorySpace, Value, declared
+from cubejit.ir.types import bool_, u32
+from cubejit.ir.values import MemorySpace, Value, ValueKind, declared
 
 FACTOR = 4
 """Cubes along x that one CUDA block of a coarsened kernel runs."""
@@ -91,7 +90,7 @@ def _coarsenable(work: Traits) -> bool:
 def coarsen(kernel: ir.KernelIR, cube_dim: tuple[int, int, int]) -> Coarsened | None:
     """``kernel`` with :data:`FACTOR` cubes per CUDA block, for cubes of ``cube_dim``; ``None``
     when the kernel keeps one unit per thread (see the module's doc)."""
-    if cube_dim[1:] != (1, 1) or kernel.buffers:
+    if cube_dim[1:] != (1, 1) or kernel.allocations:
         return None
     plan = plan_unit_loop(kernel)
     if plan.bound is None:
@@ -126,8 +125,8 @@ def _coarsen(
         }
         for k in range(FACTOR)
     ]
-    assigned = block_traits(work, values).assigns
-    params = {p.name: p.type for p in kernel.params}
+    assigned = set(assignments(work, values))
+    params = {p.name for p in kernel.params if values[p.name].kind is ValueKind.SCALAR_PARAM}
     locals_ = [ir.Local(names.fresh(f"live_{k}"), bool_) for k in range(FACTOR)]
     units = []
     for k in range(FACTOR):
@@ -136,9 +135,8 @@ def _coarsen(
         for local in kernel.locals:
             renames[local.name] = names.fresh(f"{local.name}_{k}")
             locals_.append(ir.Local(renames[local.name], local.type))
-        for name in sorted(assigned & params.keys()):
-            scalar = params[name]
-            assert not isinstance(scalar, ArrayType)
+        for name in sorted(assigned & params):
+            scalar = values[name].item.elem
             renames[name] = names.fresh(f"{name}_{k}")
             locals_.append(ir.Local(renames[name], scalar))
             start.append(ir.Assign(renames[name], ir.Var(name, scalar)))
@@ -188,10 +186,11 @@ def _loads_first(
             if not isinstance(s, ir.Store):
                 first.append(s)
                 continue
-            later = block_traits(unit[j + 1 :], values).assigns
+            later = assignments(unit[j + 1 :], values)
+            indices = s.index.indices if isinstance(s.index, ir.TensorIndex) else (s.index,)
             parts = []
             for what, value, t in (
-                ("index", s.index, s.index.type),
+                *(("index", index, index.type) for index in indices),
                 ("stored", s.value, values[s.array].item.elem),
             ):
                 if isinstance(value, ir.Const) or (
@@ -203,7 +202,10 @@ def _loads_first(
                 locals_.append(ir.Local(temp, t))
                 first.append(ir.Assign(temp, value))
                 parts.append(ir.Var(temp, t))
-            last.append(ir.Store(s.array, parts[0], parts[1]))
+            index: ir.Expr = parts[0]
+            if isinstance(s.index, ir.TensorIndex):
+                index = ir.TensorIndex(s.index.tensor, tuple(parts[:-1]))
+            last.append(ir.Store(s.array, index, parts[-1]))
     return (*first, *last)
 
 

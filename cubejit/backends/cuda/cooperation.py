@@ -51,7 +51,7 @@ def uses_planes(kernel: ir.KernelIR) -> bool:
 def dynamic_shared_bytes(kernel: ir.KernelIR) -> int:
     """Bytes of dynamic shared memory ``kernel`` takes at launch: 0 when its buffers fit the
     static limit."""
-    shared = [b for b in kernel.buffers if b.kind is ir.BufferKind.SHARED]
+    shared = [b for b in kernel.allocations if b.kind is ir.BufferKind.SHARED]
     total = sum(b.bytes for b in shared)
     if total <= STATIC_SHARED_LIMIT:
         return 0
@@ -67,7 +67,7 @@ def _aligned(offset: int) -> int:
 
 def shared_declarations(kernel: ir.KernelIR, type_name: Callable[[Scalar], str]) -> list[str]:
     """The lines declaring ``kernel``'s shared buffers at the top of its ``__global__``."""
-    shared = [b for b in kernel.buffers if b.kind is ir.BufferKind.SHARED]
+    shared = [b for b in kernel.allocations if b.kind is ir.BufferKind.SHARED]
     if not dynamic_shared_bytes(kernel):
         return [
             f"__shared__ __align__({_ALIGN}) {type_name(b.elem)} {buffer_name(b)}[{b.size}];"

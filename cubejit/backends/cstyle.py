@@ -146,10 +146,19 @@ class Dialect:
         """The statement a barrier is, or None where it needs none (a plane of one unit)."""
         raise UnsupportedError(f"this backend has no {type(group).__name__} statement")
 
-    def atomic(self, op: ir.AtomicOp, t: Scalar, address: str, args: list[str], call: Call) -> str:
+    def atomic(
+        self,
+        op: ir.AtomicOp,
+        t: Scalar,
+        address: str,
+        args: list[str],
+        call: Call,
+        shared: bool = False,
+    ) -> str:
         """The expression doing ``op`` atomically on the element at ``address`` (a pointer to
-        a ``t``), giving the value held before (a store gives nothing of use). ``call``
-        calls a helper of :meth:`own_helper` and has it defined."""
+        a ``t``; ``shared`` when it is in shared memory), giving the value held before (a store
+        gives nothing of use). ``call`` calls a helper of :meth:`own_helper` and has it
+        defined."""
         raise UnsupportedError(f"this backend has no atomic {op.value}")
 
     def plane(self, fn: ir.PlaneFn, t: Scalar, args: list[str], call: Call) -> str:
@@ -351,7 +360,11 @@ class Walker:
     def atomic(self, s: ir.Atomic, depth: int) -> None:
         t = self.element(s.array)
         address = f"&{self.array(s.array)}[{self.expr(s.index)}]"
-        code = self.d.atomic(s.op, t, address, [self.expr(a) for a in s.args], self.call)
+        shared = any(
+            b.name == s.array and b.kind is ir.BufferKind.SHARED for b in self.kernel.allocations
+        )
+        args = [self.expr(a) for a in s.args]
+        code = self.d.atomic(s.op, t, address, args, self.call, shared)
         if s.result is None:
             self.line(depth, f"{code};")
         else:

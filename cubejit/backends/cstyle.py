@@ -277,6 +277,7 @@ class Walker:
         contiguous: frozenset[str] = frozenset(),
         spell: dict[str, str] | None = None,
         exits: Callable[[ir.Break | ir.Continue | ir.Return], str] | None = None,
+        inline_positions: bool = False,
     ) -> None:
         self.kernel = kernel
         self.d = dialect
@@ -289,6 +290,8 @@ class Walker:
         self.exits = exits
         """How a ``break``/``continue`` outside any loop of the block, or a ``return``, is
         written, when the caller places the block inside loops of its own."""
+        self.inline_positions = inline_positions
+        """Whether positions are spelled by the dialect where read (no declared names)."""
         self.helpers: set[tuple[str, Scalar]] = set()
         self.loops = 0
         self.open_loops = 0
@@ -460,7 +463,7 @@ class Walker:
         if isinstance(e, ir.Var):
             return self.var(e.name)
         if isinstance(e, ir.PositionOf):
-            return position_name(e.which)
+            return self.d.position(e.which) if self.inline_positions else position_name(e.which)
         if isinstance(e, ir.Length):
             return length_name(e.array)
         if isinstance(e, ir.Shape):

@@ -30,13 +30,13 @@ compiler still vectorises it.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cubejit.backends.cstyle import INDENT, Dialect, Walker, buffer_name, local_name, param_name
 from cubejit.backends.cstyle_helpers import helper_definitions
 from cubejit.ir import nodes as ir
 from cubejit.ir.traits import assignments, block_traits, own_traits
-from cubejit.ir.traversal import operands, walk_expr, walk_exprs, walk_stmts
+from cubejit.ir.traversal import map_block, map_expr, operands, walk_expr, walk_exprs, walk_stmts
 from cubejit.ir.types import Kind
 from cubejit.ir.types import bool_ as bool_t
 from cubejit.ir.uniformity import Uniform, Uniformity, analyse
@@ -166,13 +166,43 @@ def _assigned_once(
     for s in walk_stmts(block):
         if isinstance(s, ir.RangeFor | ir.While):
             in_loops |= block_traits(s.body, values).assigns
-    loop_vars = {
-        seg.loop.var
-        for seg in _walk(segments)
-        if isinstance(seg, _CubeLoop) and isinstance(seg.loop, ir.RangeFor)
-    }
+    loop_vars: dict[str, int] = {}
+    for seg in _walk(segments):
+        if isinstance(seg, _CubeLoop) and isinstance(seg.loop, ir.RangeFor):
+            loop_vars[seg.loop.var] = loop_vars.get(seg.loop.var, 0) + 1
     once = {name for name, n in counts.items() if n == 1 and name not in in_loops}
-    return once | {var for var in loop_vars if counts[var] == 1}
+    return once | {var for var, n in loop_vars.items() if counts[var] == n}
+
+
+def _rematerialised(kernel: ir.KernelIR, values: Mapping[str, Value]) -> ir.KernelIR:
+    """``kernel`` with every read of a local that is a pure function of positions, parameters
+    and constants (assigned once, outside any loop, from an expression reading no buffer)
+    replaced by that expression, so each region recomputes it rather than keeping it per unit:
+    ``u = UNIT_POS`` then ``x[base + u]`` stays an affine index the compiler vectorises."""
+    counts = assignments(kernel.body, values)
+    in_loops: set[str] = set()
+    for s in walk_stmts(kernel.body):
+        if isinstance(s, ir.RangeFor | ir.While):
+            in_loops |= block_traits(s.body, values).assigns
+    fixed = {p.name for p in kernel.params if counts[p.name] == 0}
+    found: dict[str, ir.Expr] = {}
+    for s in walk_stmts(kernel.body):
+        if not isinstance(s, ir.Assign) or counts[s.name] != 1 or s.name in in_loops:
+            continue
+        subs = list(walk_expr(s.value))
+        if any(isinstance(e, ir.Load | ir.TensorIndex) for e in subs):
+            continue
+        names = {e.name for e in subs if isinstance(e, ir.Var)}
+        if names <= fixed | found.keys():
+            found[s.name] = map_expr(s.value, lambda e: _inlined(e, found))
+    if not found:
+        return kernel
+    body = map_block(kernel.body, lambda e: _inlined(e, found))
+    return replace(kernel, body=body)
+
+
+def _inlined(e: ir.Expr, found: Mapping[str, ir.Expr]) -> ir.Expr:
+    return found.get(e.name, e) if isinstance(e, ir.Var) else e
 
 
 def _cube_exprs(seg: _CubeIf | _CubeLoop) -> tuple[ir.Expr, ...]:
@@ -189,6 +219,7 @@ def cube_body(
     cube-level conditions and bounds (its unit positions are 0); the tensors in ``contiguous``
     have stride 1 along their last dimension."""
     values = dict(declared(kernel))
+    kernel = _rematerialised(kernel, values)
     uniformity = analyse(kernel)
     segments = _split(kernel.body, uniformity, values)
     uses: dict[str, int] = {}
@@ -245,7 +276,7 @@ class _Emitter:
         unit_spell = {name: f"{self.stored(name)}[cj_u]" for name in per_unit}
         cube_spell = {name: f"{self.stored(name)}[0]" for name in per_unit}
         self.unit = Walker(kernel, unit, contiguous, unit_spell)
-        self.cube = Walker(kernel, cube, contiguous, cube_spell)
+        self.cube = Walker(kernel, cube, contiguous, cube_spell, inline_positions=True)
         self.lines: list[str] = []
         self.regions = 0
         self.loops = 0

@@ -19,6 +19,7 @@ from cubejit.environment.manager import ENVIRONMENTS
 from cubejit.environment.storage_sqlite import SqliteStorage
 from cubejit.environment.value import DamagedValueError, decode
 from cubejit.errors import CubejitError, StoreError
+from cubejit.trust import make_private_directory, write_private_text
 
 """The file under the cache directory that ``cubejit env use`` writes: one line, the name."""
 
@@ -175,8 +176,8 @@ def run_use(args: argparse.Namespace) -> int:
     cache_dir = config.settings().cache_dir
     state = cache_dir / config.CHOSEN_ENVIRONMENT_FILE
     try:
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        state.write_text(name + "\n")
+        make_private_directory(cache_dir)
+        write_private_text(state, name + "\n")
     except OSError as e:
         raise CubejitError(f"cannot write {state}: {e}") from e
     config.reset()

@@ -86,10 +86,6 @@ def test_export_then_import_ships_entries_to_another_environment(
     assert (
         "exported 8 entries" in cubejit("env", "export", str(bundle), "--namespace", "cpu/").stdout
     )
-    assert (
-        "exported 0 entries"
-        in cubejit("env", "export", str(tmp_path / "none.cjb"), "--namespace", "cuda/").stdout
-    )
     first = cubejit("env", "import", str(bundle), CUBEJIT_ENV="elsewhere").stdout
     assert "imported 8 entries" in first
     again = cubejit("env", "import", str(bundle), CUBEJIT_ENV="elsewhere").stdout
@@ -106,3 +102,17 @@ def test_exporting_over_a_file_that_is_not_a_bundle_is_refused(
     assert done.returncode == 1
     assert "cubejit: error:" in done.stderr
     assert precious.read_text() == "keep me"
+
+
+def test_exporting_namespaces_that_match_nothing_is_an_error_and_writes_nothing(
+    warmed: Path, tmp_path: Path
+) -> None:
+    cubejit = command(warmed, tmp_path)
+    bundle = tmp_path / "none.cjb"
+    done = cubejit("env", "export", str(bundle), "--namespace", "cuda/", check=False)
+    assert done.returncode == 1
+    assert "no namespace of 'default' starts with cuda/" in done.stderr
+    assert "cpu/0.1.0/" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not bundle.exists()
+    assert list(tmp_path.glob(".none.cjb*")) == []

@@ -43,11 +43,12 @@ def run(code: str, root: Path, env: str = "test") -> str:
 
 @contextlib.contextmanager
 def mounted_tmpfs(where: Path, options: str) -> Iterator[Path]:
-    """A ``tmpfs`` mounted at ``where`` with ``options`` for the block; skips the test where
-    this machine does not let it mount one (not root, or no permission)."""
+    """A ``tmpfs`` mounted at ``where`` with ``options`` for the block, private (``0700``) as a
+    cache root must be; skips the test where this machine does not let it mount one (not root,
+    or no permission)."""
     where.mkdir(parents=True, exist_ok=True)
     done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)],
+        ["mount", "-t", "tmpfs", "-o", f"mode=0700,{options}", "tmpfs", str(where)],
         capture_output=True,
         text=True,
         check=False,

@@ -24,14 +24,13 @@ _OTHERS_WRITE = stat.S_IWGRP | stat.S_IWOTH
 
 
 def refusal(path: Path) -> str | None:
-    """Why ``path`` may not be trusted, or ``None`` when it may (or does not exist). The path
+    """Why ``path`` may not be trusted, or ``None`` when it may, or when it does not exist or
+    cannot even be examined (then it cannot be read either, and opening it says why). The path
     itself is not followed if it is a symbolic link."""
     try:
         found = os.lstat(path)
-    except FileNotFoundError:
+    except OSError:
         return None
-    except OSError as e:
-        return f"it cannot be examined: {e.strerror or e}"
     if stat.S_ISLNK(found.st_mode):
         return "it is a symbolic link, which cubejit does not follow there"
     if found.st_uid not in (os.geteuid(), 0):

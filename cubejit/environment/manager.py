@@ -85,6 +85,7 @@ class Environments:
         self._bound: Path | None = None
         self._opened: dict[Path, Storage] = {}
         self._degraded: set[Path] = set()
+        self._reasons: dict[Path, str] = {}
         self._settings_seen: config.Settings | None = None
         self._wanted = _MEMORY
 
@@ -182,6 +183,17 @@ class Environments:
                     return self._opened[path]
             return self._current()
 
+    def unwritable(self) -> str | None:
+        """Why the active environment's file is not written by this process (read-only here,
+        not trusted, of a newer schema, …), or ``None`` when it is, or when it is memory by
+        choice (the compilation cache off)."""
+        with self._lock:
+            storage = self._current()
+            if storage.persists or self._wanted == _MEMORY:
+                return None
+            where = self._wanted if self._file is None else self.local_path()
+            return self._reasons.get(where, "it cannot be written here")
+
     def reset(self) -> None:
         """Closes every database and forgets every choice, as in a new process."""
         with self._lock:
@@ -277,12 +289,14 @@ class Environments:
 
     def _once(self, path: Path, message: str) -> None:
         """Logs ``message`` at WARNING, the first time anything is said about ``path``."""
+        self._reasons.setdefault(path, message)
         if path in self._degraded:
             return
         self._degraded.add(path)
         log.warning("%s", message)
 
     def _warn(self, path: Path, reason: str) -> None:
+        self._reasons.setdefault(path, reason)
         if path in self._degraded:
             return
         self._degraded.add(path)

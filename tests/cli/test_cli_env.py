@@ -116,3 +116,17 @@ def test_exporting_namespaces_that_match_nothing_is_an_error_and_writes_nothing(
     assert "Traceback" not in done.stderr
     assert not bundle.exists()
     assert list(tmp_path.glob(".none.cjb*")) == []
+
+
+def test_files_set_aside_count_in_prune_and_clear_aside_removes_them(
+    warmed: Path, tmp_path: Path
+) -> None:
+    root = copy_root(warmed, tmp_path / "root")
+    cubejit = command(root, tmp_path)
+    for command_line in (("env", "clear", "--aside"), ("env", "prune", "--max-size", "1G")):
+        (root / "default.db").write_bytes(b"this is not a database; " * 500)
+        cubejit("env", "show")
+        assert len(list(root.glob("default.db.damaged-*"))) == 1
+        done = cubejit(*command_line)
+        assert "deleted 1 files set aside as damaged" in done.stdout
+        assert list(root.glob("default.db.damaged-*")) == []

@@ -15,7 +15,7 @@ from store_helpers import mounted_tmpfs, read_only_directory
 
 from cubejit import config, environment
 from cubejit.compile.id import ArtifactId, KernelId
-from cubejit.environment import ArtifactStore, Store, storage_sqlite
+from cubejit.environment import ArtifactStore, Store, filesystem, storage_sqlite
 from cubejit.environment.manager import ENVIRONMENTS
 from cubejit.environment.sqlite_file import SCHEMA_VERSION, Damaged
 from cubejit.environment.storage import InsertOutcome
@@ -223,3 +223,27 @@ def test_setting_a_damaged_file_aside_never_renames_one_another_process_just_mad
         assert aside(tmp_path) == []
     finally:
         storage.close()
+
+
+def test_a_root_on_a_network_filesystem_keeps_a_rollback_journal_with_one_warning(
+    root: Path, store_warnings: list[logging.LogRecord], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ENVIRONMENTS, "filesystem_type", lambda path: 0x6969)
+    store = ArtifactStore("cpu", "fp")
+    fill(store, 5)
+    assert store.persists()
+    database = environment.path()
+    assert not Path(f"{database}-wal").exists()
+    with closing(sqlite3.connect(database)) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    ENVIRONMENTS.reset()
+    assert all_served(ArtifactStore("cpu", "fp"), 5)
+    assert [r.getMessage().count("is on NFS") for r in store_warnings] == [1, 1]
+
+
+def test_the_filesystem_seam_reads_the_statfs_magic_of_the_root(tmp_path: Path) -> None:
+    assert filesystem.network_filesystem(filesystem.filesystem_type(tmp_path)) is None
+    with mounted_tmpfs(tmp_path / "tmpfs", "size=64k") as where:
+        assert filesystem.filesystem_type(where / "not" / "yet") == 0x01021994
+    assert filesystem.network_filesystem(0x6969) == "NFS"
+    assert filesystem.network_filesystem(0xFF534D42) == "CIFS"

@@ -158,7 +158,7 @@ def run_list(args: argparse.Namespace) -> int:
     )
     aside = [
         (name, size_text(on_disk(file)), str(file))
-        for name in environment.list()
+        for name in ENVIRONMENTS.names()
         for file in aside_files(environment.root() / f"{name}.db")
     ]
     if aside:

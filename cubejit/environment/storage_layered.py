@@ -31,12 +31,20 @@ class LayeredStorage:
         """The bundle served in place, never written."""
 
     @property
-    def persists(self) -> bool:  # type: ignore[override]
+    def persists(self) -> bool:
         return self.front.persists
+
+    @persists.setter
+    def persists(self, value: bool) -> None:
+        self.front.persists = value
 
     @property
     def last_failure(self) -> str | None:
         return self.front.last_failure
+
+    @last_failure.setter
+    def last_failure(self, value: str | None) -> None:
+        self.front.last_failure = value
 
     @property
     def path(self) -> Path | None:

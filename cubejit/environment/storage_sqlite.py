@@ -252,11 +252,13 @@ class SqliteStorage:
                     lambda c, a=after: c.execute(SCAN_KEYS, (namespace, a, _SCAN_PAGE)).fetchall()
                 )
                 for first, last in _runs(keys, SCAN_BYTES, after):
-                    rows = self._run(
-                        lambda c, a=first, b=last: c.execute(
-                            SCAN_RANGE, (namespace, a, b)
-                        ).fetchall()
-                    )
+
+                    def values(
+                        c: sqlite3.Connection, a: bytes = first, b: bytes = last
+                    ) -> list[tuple[bytes, bytes]]:
+                        return c.execute(SCAN_RANGE, (namespace, a, b)).fetchall()
+
+                    rows = self._run(values)
                     for key, value in rows:
                         yield bytes(key), bytes(value)
                     del rows

@@ -130,3 +130,20 @@ def test_files_set_aside_count_in_prune_and_clear_aside_removes_them(
         done = cubejit(*command_line)
         assert "deleted 1 files set aside as damaged" in done.stdout
         assert list(root.glob("default.db.damaged-*")) == []
+
+
+def test_use_never_writes_through_a_symbolic_link_and_a_linked_choice_is_ignored(
+    cubejit: Cubejit, tmp_path: Path
+) -> None:
+    root = tmp_path / "root"
+    root.mkdir(mode=0o700)
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("theirs\n")
+    (root / "active-environment").symlink_to(target)
+    done = cubejit("env", "use", "mine", check=False)
+    assert done.returncode == 1
+    assert f"cannot write {root / 'active-environment'}" in done.stderr
+    assert target.read_text() == "theirs\n"
+    shown = cubejit("env", "show")
+    assert "environment default" in shown.stdout
+    assert "is not trusted (it is a symbolic link" in shown.stderr

@@ -3,14 +3,14 @@ one file, which network filesystems (NFS, Lustre, GPFS, CIFS/SMB) do not give ac
 one of them an environment keeps a rollback journal instead (slower with many writers, but
 safe), with one WARNING saying so, and ``cubejit doctor`` reports it.
 
-The type is ``statfs``'s ``f_type`` magic, read through libc on Linux; elsewhere it is not
-known and the store keeps its WAL.
+The type is ``statfs``'s ``f_type`` magic, read through the process's own libc on Linux (no
+subprocess, a few microseconds, once per database opened); elsewhere it is not known and the
+store keeps its WAL.
 """
 
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import sys
 from pathlib import Path
@@ -37,11 +37,12 @@ def filesystem_type(path: Path) -> int | None:
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-    except OSError:
+        libc = ctypes.CDLL(None, use_errno=True)
+        statfs = libc.statfs
+    except (OSError, AttributeError):
         return None
     buffer = ctypes.create_string_buffer(_STATFS_BYTES)
-    if libc.statfs(os.fsencode(folder), buffer) != 0:
+    if statfs(os.fsencode(folder), buffer) != 0:
         return None
     return ctypes.c_long.from_buffer(buffer).value & 0xFFFFFFFF
 

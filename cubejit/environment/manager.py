@@ -267,11 +267,14 @@ class Environments:
             )
             return MemoryStorage()
         except StoreError as e:
-            self._warn(path, str(e))
+            reason = str(e)
         try:
-            return MemoryStorage(reads_from=SqliteStorage.open(path, readonly=True, repair=False))
+            readable = SqliteStorage.open(path, readonly=True, repair=False)
         except StoreError:
+            self._warn(path, reason)
             return MemoryStorage()
+        self._warn(path, f"{reason}; what it holds is served read-only")
+        return MemoryStorage(reads_from=readable)
 
     def _refusal(self, path: Path) -> str | None:
         """Why the root holding ``path``, ``path`` or its WAL files are not trusted (see

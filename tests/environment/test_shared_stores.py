@@ -79,7 +79,9 @@ def test_env_commands_on_a_store_this_user_cannot_write_report_its_real_entries(
 
         def cubejit(*args: str) -> subprocess.CompletedProcess[str]:
             return run_as_another_user(
-                "import cubejit.cli", f"raise SystemExit(cubejit.cli.main({list(args)!r}))", root
+                "import argparse, shutil, subprocess, tempfile\nimport cubejit.cli",
+                f"raise SystemExit(cubejit.cli.main({list(args)!r}))",
+                root,
             )
 
         listed, shown, verified = (

@@ -84,6 +84,7 @@ class Environments:
         self._bump()
         self._bound: Path | None = None
         self._opened: dict[Path, Storage] = {}
+        self._loaded: dict[Path, Storage] = {}
         self._degraded: set[Path] = set()
         self._reasons: dict[Path, str] = {}
         self._settings_seen: config.Settings | None = None
@@ -121,9 +122,11 @@ class Environments:
             raise StoreError(f"cannot load {path}: no such file")
         with self._lock:
             local = self._local()
-            if path != local and path not in self._opened:
-                opened = SqliteStorage.open(path, readonly=True, repair=False)
-                behind = opened if serve is None else serve(opened)
+            if path != local:
+                behind = self._loaded.get(path)
+                if behind is None:
+                    opened = SqliteStorage.open(path, readonly=True, repair=False)
+                    behind = self._loaded[path] = opened if serve is None else serve(opened)
                 front = self._opened.get(local)
                 if front is None:
                     front = self._opened[local] = self._open(local)

@@ -22,7 +22,12 @@ from cubejit import config, environment
 from cubejit.cli.console import console, parse_size, size_text, table
 from cubejit.environment import Store, records
 from cubejit.environment.manager import ENVIRONMENTS
-from cubejit.environment.sqlite_file import aside_files, on_disk, remove_with_companions
+from cubejit.environment.sqlite_file import (
+    NewerSchemaError,
+    aside_files,
+    on_disk,
+    remove_with_companions,
+)
 from cubejit.environment.storage_sqlite import SqliteStorage
 from cubejit.environment.value import DamagedValueError, decode
 from cubejit.errors import CubejitError, StoreError
@@ -114,14 +119,17 @@ def _writable(doing: str) -> None:
         )
 
 
-def _totals(path: Path) -> tuple[int, int] | None:
-    """Entries and their bytes in the database at ``path``; ``None`` if it cannot be read."""
+def _totals(path: Path) -> tuple[str, str]:
+    """Entries and their bytes in the database at ``path``, as the list shows them; what
+    stopped it being read when it cannot be."""
     try:
         with closing(SqliteStorage.open(path, readonly=True, repair=False)) as storage:
             summaries = storage.summaries()
+    except NewerSchemaError as e:
+        return "?", f"newer cubejit (schema {e.version})"
     except StoreError:
-        return None
-    return sum(s.entries for s in summaries), sum(s.bytes for s in summaries)
+        return "?", "unreadable"
+    return str(sum(s.entries for s in summaries)), size_text(sum(s.bytes for s in summaries))
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -129,10 +137,7 @@ def run_list(args: argparse.Namespace) -> int:
     rows = []
     for name in environment.list():
         path = environment.root() / f"{name}.db"
-        totals = _totals(path)
-        entries, stored = (
-            ("?", "unreadable") if totals is None else (str(totals[0]), size_text(totals[1]))
-        )
+        entries, stored = _totals(path)
         rows.append(
             (
                 "*" if name == active else "",

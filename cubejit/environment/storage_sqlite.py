@@ -286,20 +286,6 @@ class SqliteStorage:
             return None
         return None if row is None else bytes(row[0])
 
-    def write_signatures(self, rows: Iterable[tuple[str, bytes, bytes]]) -> None:
-        """Keeps ``(namespace, key, signature)`` rows beside the entries, in one transaction.
-        Raises :class:`StoreError` on failure."""
-
-        def write(connection: sqlite3.Connection) -> None:
-            with immediate(connection):
-                connection.execute(CREATE_SIGNATURES)
-                connection.executemany(WRITE_SIGNATURE, rows)
-
-        try:
-            self._run(write)
-        except sqlite3.Error as e:
-            raise StoreError(f"cannot write {self.path}: {e}") from e
-
     def entries(self) -> list[EntryInfo]:
         """Every entry, the least recently used first (for pruning)."""
         rows = self._run(lambda c: c.execute(LIST_ENTRIES).fetchall())

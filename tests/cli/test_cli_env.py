@@ -8,6 +8,8 @@ from pathlib import Path
 
 from cli_runner import Cubejit, command, copy_root, entries
 
+from cubejit.environment.sqlite_file import SCHEMA_VERSION
+
 
 def test_list_and_show_describe_the_environments(warmed: Path, tmp_path: Path) -> None:
     cubejit = command(warmed, tmp_path)
@@ -147,3 +149,21 @@ def test_use_never_writes_through_a_symbolic_link_and_a_linked_choice_is_ignored
     shown = cubejit("env", "show")
     assert "environment default" in shown.stdout
     assert "is not trusted (it is a symbolic link" in shown.stderr
+
+
+def test_an_environment_of_a_newer_schema_is_listed_as_such_and_never_cleared(
+    warmed: Path, tmp_path: Path
+) -> None:
+    root = copy_root(warmed, tmp_path / "root")
+    newer = str(int(SCHEMA_VERSION) + 1)
+    with closing(sqlite3.connect(root / "default.db")) as db, db:
+        db.execute("UPDATE meta SET value = ? WHERE name = 'schema_version'", (newer,))
+    before = entries(root / "default.db")
+    cubejit = command(root, tmp_path)
+    assert f"newer cubejit (schema {newer})" in cubejit("env", "list").stdout
+    cleared = cubejit("env", "clear", check=False)
+    assert cleared.returncode == 1
+    assert f"written by a newer cubejit (schema version {newer};" in cleared.stderr
+    assert "Traceback" not in cleared.stderr
+    assert entries(root / "default.db") == before
+    assert list(root.glob("default.db.damaged-*")) == []

@@ -13,11 +13,11 @@ reads ``os.environ`` for cubejit's own variables.
 from __future__ import annotations
 
 import dataclasses
-import logging
 import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from logging import getLogger
 from pathlib import Path
 
 from cubejit import trust
@@ -194,7 +194,7 @@ def chosen_environment(cache_dir: Path) -> str:
     chosen = cache_dir.expanduser() / CHOSEN_ENVIRONMENT_FILE
     refused = trust.refusal(chosen)
     if refused is not None:
-        logging.getLogger("cubejit.environment").warning(
+        getLogger("cubejit.environment").warning(
             "cubejit: %s is not trusted (%s); it is ignored and the environment %r is used",
             chosen,
             refused,

@@ -8,8 +8,6 @@ from pathlib import Path
 
 from cli_runner import Cubejit, command, copy_root, entries
 
-from cubejit.environment.sqlite_file import SCHEMA_VERSION
-
 
 def test_list_and_show_describe_the_environments(warmed: Path, tmp_path: Path) -> None:
     cubejit = command(warmed, tmp_path)
@@ -155,8 +153,9 @@ def test_an_environment_of_a_newer_schema_is_listed_as_such_and_never_cleared(
     warmed: Path, tmp_path: Path
 ) -> None:
     root = copy_root(warmed, tmp_path / "root")
-    newer = str(int(SCHEMA_VERSION) + 1)
     with closing(sqlite3.connect(root / "default.db")) as db, db:
+        (version,) = db.execute("SELECT value FROM meta WHERE name = 'schema_version'").fetchone()
+        newer = str(int(version) + 1)
         db.execute("UPDATE meta SET value = ? WHERE name = 'schema_version'", (newer,))
     before = entries(root / "default.db")
     cubejit = command(root, tmp_path)

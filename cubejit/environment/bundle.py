@@ -31,13 +31,13 @@ import secrets
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from cubejit import config
 from cubejit.environment.manager import ENVIRONMENTS
 from cubejit.environment.signing import Signer, refusal_message, signer, warn_unsigned_once
 from cubejit.environment.sqlite_file import BUNDLE_KIND
-from cubejit.environment.storage import BUNDLE, LOCAL, InsertOutcome
+from cubejit.environment.storage import BUNDLE, LOCAL, InsertOutcome, NamespaceSummary
+from cubejit.environment.storage_layered import ReadLayer
 from cubejit.environment.storage_sqlite import SqliteStorage
 from cubejit.environment.value import DamagedValueError, decode
 from cubejit.errors import StoreError
@@ -157,7 +157,7 @@ def load(file: str | Path) -> None:
     code runs unverified."""
     signing = signer(config.settings())
 
-    def serve(storage: SqliteStorage) -> Any:
+    def serve(storage: SqliteStorage) -> ReadLayer:
         if signing is None:
             _warn_unverified(storage.path)
             return storage
@@ -177,15 +177,13 @@ def _warn_unverified(path: Path) -> None:
 
 class SignedBundle:
     """A bundle served in place on a machine holding a signing key: an entry whose signature
-    does not check is refused (logged) as if absent. It is only read: writes go to the local
-    environment in front of it."""
+    does not check is refused (logged) as if absent. It is only read (a
+    :class:`~cubejit.environment.storage_layered.ReadLayer`): writes go to the local
+    environment in front of it, and no read reaches the file unchecked."""
 
     def __init__(self, storage: SqliteStorage, signing: Signer) -> None:
         self._storage = storage
         self._signing = signing
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._storage, name)
 
     def get(self, namespace: str, key: bytes) -> bytes | None:
         value = self._storage.get(namespace, key)
@@ -197,6 +195,13 @@ class SignedBundle:
         for key, value in self._storage.scan(namespace):
             if _signed(self._signing, self._storage, namespace, key, value):
                 yield key, value
+
+    def summaries(self) -> list[NamespaceSummary]:
+        """What the bundle holds, checked or not: for tools, which load nothing."""
+        return self._storage.summaries()
+
+    def close(self) -> None:
+        self._storage.close()
 
 
 def _signed(

@@ -43,7 +43,7 @@ from cubejit import config, trust
 from cubejit.environment import filesystem
 from cubejit.environment.sqlite_file import COMPANIONS, NewerSchemaError
 from cubejit.environment.storage import NamespaceSummary, Storage
-from cubejit.environment.storage_layered import LayeredStorage
+from cubejit.environment.storage_layered import LayeredStorage, ReadLayer
 from cubejit.environment.storage_memory import MemoryStorage
 from cubejit.environment.storage_sqlite import SqliteStorage
 from cubejit.errors import StoreError
@@ -84,7 +84,7 @@ class Environments:
         self._bump()
         self._bound: Path | None = None
         self._opened: dict[Path, Storage] = {}
-        self._loaded: dict[Path, Storage] = {}
+        self._loaded: dict[Path, ReadLayer] = {}
         self._degraded: set[Path] = set()
         self._reasons: dict[Path, str] = {}
         self._settings_seen: config.Settings | None = None
@@ -113,7 +113,7 @@ class Environments:
             return self._root or config.settings().cache_dir.expanduser().resolve()
 
     def load(
-        self, file: str | Path, serve: Callable[[SqliteStorage], Storage] | None = None
+        self, file: str | Path, serve: Callable[[SqliteStorage], ReadLayer] | None = None
     ) -> None:
         """Makes ``file`` the active environment, opened read-only behind the local one;
         ``serve`` wraps the storage opened for it (a bundle's signature checks)."""

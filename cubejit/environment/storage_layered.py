@@ -9,8 +9,9 @@ environment and the bundle stays byte for byte as it came.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
+from typing import Protocol
 
 from cubejit.environment.storage import (
     LOCAL,
@@ -21,10 +22,23 @@ from cubejit.environment.storage import (
 )
 
 
+class ReadLayer(Protocol):
+    """What a layer behind is ever asked: reads, so that nothing can write a bundle, and a
+    signature-checking wrapper has every read to check (and no other door)."""
+
+    def get(self, namespace: str, key: bytes) -> bytes | None: ...
+
+    def scan(self, namespace: str) -> Iterator[tuple[bytes, bytes]]: ...
+
+    def summaries(self) -> list[NamespaceSummary]: ...
+
+    def close(self) -> None: ...
+
+
 class LayeredStorage:
     """``front`` (written) in front of ``behind`` (only read). Thread-safe as its layers."""
 
-    def __init__(self, front: Storage, behind: Storage) -> None:
+    def __init__(self, front: Storage, behind: ReadLayer) -> None:
         self.front = front
         """Where writes go: the local environment (or memory)."""
         self.behind = behind
@@ -57,14 +71,24 @@ class LayeredStorage:
         value = self.front.get(namespace, key)
         return self.behind.get(namespace, key) if value is None else value
 
+    def get_many(self, namespace: str, keys: Collection[bytes]) -> dict[bytes, bytes]:
+        """The values under those of ``keys`` that either layer holds, the local one first:
+        what a batch of kernels asks at once."""
+        found = {}
+        for key in keys:
+            value = self.get(namespace, key)
+            if value is not None:
+                found[key] = value
+        return found
+
     def insert(
         self, namespace: str, key: bytes, value: bytes, origin: str = LOCAL
     ) -> InsertOutcome:
         return self.front.insert(namespace, key, value, origin)
 
     def remove(self, namespace: str, key: bytes) -> None:
+        """Drops the local layer's memory of the entry (the bundle keeps none)."""
         self.front.remove(namespace, key)
-        self.behind.remove(namespace, key)
 
     def purge_key(self, namespace: str, key: bytes) -> None:
         """Deletes the local entry; the bundle's, if any, stays (it is never written)."""

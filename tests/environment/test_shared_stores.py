@@ -27,6 +27,14 @@ def warming(*batches: list[int]) -> str:
     return "\n".join(f"warm({seeds!r})" for seeds in batches)
 
 
+def shared(root: Path) -> None:
+    """Lets every user read the environment ``default`` under ``root``, as whoever shares a
+    store does: the root ``0755``, the database and its WAL files ``0644``."""
+    root.chmod(0o755)
+    for file in root.glob("default.db*"):
+        file.chmod(0o644)
+
+
 def sqlite_entries(database: Path) -> list[tuple[str, bytes]]:
     with closing(sqlite3.connect(database)) as db:
         return [(ns, bytes(k)) for ns, k in db.execute("SELECT namespace, key FROM entries")]
@@ -40,8 +48,7 @@ def test_a_root_owned_store_in_a_directory_this_user_cannot_write_is_served_read
     with shared_place() as place:
         root = place / "root"
         run(f"{IMPORTS}\n{warming([1, 2])}", root, env="default")
-        root.chmod(0o755)
-        (root / "default.db").chmod(0o644)
+        shared(root)
         done = run_as_another_user(IMPORTS, warming([1, 2], [3]), root)
         assert done.returncode == 0, done.stderr
         served, new = reports(done.stdout)
@@ -73,8 +80,7 @@ def test_env_commands_on_a_store_this_user_cannot_write_report_its_real_entries(
         run(f"{IMPORTS}\n{warming([1, 2])}", root, env="default")
         entries = len(sqlite_entries(root / "default.db"))
         assert entries > 0
-        root.chmod(0o755)
-        (root / "default.db").chmod(0o644)
+        shared(root)
         before = (root / "default.db").read_bytes()
 
         def cubejit(*args: str) -> subprocess.CompletedProcess[str]:

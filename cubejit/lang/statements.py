@@ -1,4 +1,6 @@
-"""Translating Python statements: assignments, ``if``, loops, ``break``/``continue``, ``return``.
+"""Translating Python statements: assignments, ``if`` and ``while``, and blocks of them (``for``
+is in :mod:`~cubejit.lang.loops`; ``break``, ``continue`` and ``return`` in
+:mod:`~cubejit.lang.jumps`).
 
 :meth:`StatementRules.block_of` returns whether every path through a block ended in a
 ``return``: a ``@cj.function`` that returns a value must do so on every path. Statements after

@@ -75,6 +75,10 @@ class Dialect:
     """Spelling of each supported scalar, by IR name; a scalar missing here is unsupported."""
     helper_qualifier: str = "static inline"
     """What precedes each helper function of the prelude."""
+    offset_type: Scalar = u64
+    """The type a tensor's element offset is computed in: a launch keeps every offset below
+    ``2**32``, so ``u32`` is exact; the C default is 64 bits, which keeps the offset affine in a
+    row loop's counter (no wrap to prove), so the C compiler vectorises along it."""
     narrowed: frozenset[str] = frozenset({"f16", "bf16", "i8", "i16", "u8", "u16"})
     """Scalars whose arithmetic C computes in a wider type: results are cast back."""
 
@@ -365,13 +369,15 @@ class _Walker:
         return stride_name(tensor, dim)
 
     def tensor_index(self, e: ir.TensorIndex) -> str:
-        """The offset as a sum of ``u32`` products; the contiguous last dimension's index is
-        added as it is, so that indexing along it is affine in the row loop's counter."""
+        """The offset as a sum of products in the dialect's offset type; the contiguous last
+        dimension's index is added as it is, so that indexing along it is affine in the row
+        loop's counter."""
         terms = []
+        offset = self.d.offset_type
         for dim, index in enumerate(e.indices):
             code = self.expr(index)
-            if index.type != u32:
-                code = self.d.cast(code, index.type, u32)
+            if index.type != offset:
+                code = self.d.cast(code, index.type, offset)
             if e.tensor in self.contiguous and dim == len(e.indices) - 1:
                 terms.append(code)
             else:

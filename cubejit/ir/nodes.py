@@ -271,9 +271,10 @@ class Stride:
 @dataclass(frozen=True, slots=True)
 class TensorIndex:
     """The offset, in elements, of the element of tensor ``tensor`` at coordinates ``indices``
-    (one integer per dimension): the sum of each index times its stride, in ``u32``. A launch
-    refuses a tensor whose last element lies ``2**32`` elements or more past its first, so the
-    offset of every element in bounds is exact; each index is converted to ``u32`` first."""
+    (one integer per dimension): the sum of each index times its stride. A launch refuses a
+    tensor whose last element lies ``2**32`` elements or more past its first, so the offset of
+    every element in bounds is exact in ``u32``; an emitter may compute it wider (the C backend
+    does, in 64 bits, so that it stays affine in a loop counter)."""
 
     tensor: str
     indices: tuple[Expr, ...]

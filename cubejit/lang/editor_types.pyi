@@ -10,9 +10,11 @@ is ``T`` itself; positions are ``u32``; the math builtins return their argument'
 ``cubejit/__init__.py`` imports these names under ``TYPE_CHECKING`` only; at run time nothing
 here exists.
 
-The declarations accept every kernel the language accepts, except for ``cj.Tensor[T, rank]``
-(an int is no type argument). They tell ``f32`` from ``f64`` no better than Python tells
-floats apart: mixing widths without a cast stays the compiler's error to report."""
+The declarations accept every kernel the language accepts but two spellings: ``cj.Tensor[T,
+rank]`` (an int is no type argument) and a local first assigned an integer literal that later
+takes a float (``acc = 0`` then ``acc += x[i]``: a checker keeps ``acc`` an ``int``). They
+tell ``f32`` from ``f64`` no better than Python tells floats apart: mixing widths without a
+cast stays the compiler's error to report."""
 
 from collections.abc import Callable, Iterable, Mapping
 from typing import Annotated, Any, Generic, SupportsIndex, TypeAlias, TypeVar, overload

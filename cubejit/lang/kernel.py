@@ -65,7 +65,12 @@ class KernelSpec:
         self.ranks = ranks or {}
         """The rank of each tensor parameter whose annotation leaves it to the launch."""
         self.signature: list[tuple[str, ParamAnnotation]] = [
-            (n, TensorType(t.elem, self.ranks[n]) if n in self.ranks else t)
+            (
+                n,
+                TensorType(t.elem, self.ranks[n])
+                if isinstance(t, TensorType) and n in self.ranks
+                else t,
+            )
             for n, t in kernel.signature
         ]
         self.params: tuple[Param, ...] = tuple(

@@ -34,6 +34,10 @@ def _evaluate(source: PySource, node: ast.expr) -> object:
             return base[_evaluate(source, node.slice)]  # type: ignore[index]
         except TypeError as exc:
             raise Problem(f"`{ast.unparse(node)}`: {exc}", node=node) from None
+    if isinstance(node, ast.Tuple):
+        return tuple(_evaluate(source, e) for e in node.elts)
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         try:
             inner = ast.parse(node.value, mode="eval").body

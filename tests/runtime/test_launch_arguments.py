@@ -307,3 +307,14 @@ def test_a_cuda_tensor_launch_passes_pointer_rank_shape_and_strides_and_picks_th
     assert first[0] == 0xF03 and second[0] == 0xF01
     assert first[4:9] == [0x3000, 2, 4, 6, 6] and first[9] == 1
     assert second[4:10] == [base.__array_interface__["data"][0], 2, 4, 6, 1, 4]
+
+
+def test_a_contiguous_array_of_2_to_the_32_elements_is_refused_not_wrapped(
+    cpu: CpuClient, tmp_path: Any
+) -> None:
+    k, _, t, out = fine()
+    sparse = np.memmap(tmp_path / "huge.bin", np.float32, "w+", shape=(2**32,))
+    assert sparse.flags.c_contiguous
+    with pytest.raises(LaunchError, match=r"'x' \(Array\[f32\]\) has 4294967296 elements"):
+        scale_rows.launch(cpu, 1, 64, k, sparse, t, out)
+    assert not out.any()

@@ -129,8 +129,8 @@ def translation_unit(
 ) -> str:
     """The C text of ``kernel`` for ``cube_dim``, its buffers aligned to ``align`` bytes, the
     tensors named in ``contiguous`` of stride 1 along their last dimension."""
-    for p in kernel.params:
-        t = p.type.elem if isinstance(p.type, ArrayType | TensorType) else p.type
+    for param in kernel.params:
+        t = param.type.elem if isinstance(param.type, ArrayType | TensorType) else param.type
         if t.name not in CDialect.type_names:
             raise UnsupportedError(
                 f"kernel {kernel.name}: this backend has no {t.name}", kernel=kernel.name

@@ -99,7 +99,8 @@ class ArgBinder:
         self.checker = ArgumentChecker(spec.name, self.slots)
         self.pack = arg_struct(self.slots).pack
         self.plan = tuple(
-            (s.kind, s.scalar.dtype if s.is_buffer else None, s.rank) for s in self.slots
+            (s.kind, np.dtype(s.scalar.dtype.name) if s.is_buffer else None, s.rank)
+            for s in self.slots
         )
         self.tensors = sum(1 for s in self.slots if s.is_tensor)
         self.widest = max((s.scalar.itemsize for s in self.slots if s.is_buffer), default=1)
@@ -137,15 +138,12 @@ class ArgBinder:
                 continue
             t = type(arg)
             if kind is _ARRAY:
-                if t is CpuBuffer and arg.client is client and arg.dtype == dtype:
-                    address, n = arg.address, arg.size
-                elif (
-                    t is np.ndarray
-                    and arg.dtype == dtype
-                    and arg.flags.c_contiguous
-                    and arg.size <= U32_MAX
-                ):
+                if t is np.ndarray and arg.dtype is dtype and arg.flags.c_contiguous:
                     address, n = numpy_address(arg), arg.size
+                    if n > U32_MAX:
+                        address, n = self.checker.array(j, self.view(j, arg))
+                elif t is CpuBuffer and arg.client is client and arg.dtype == dtype:
+                    address, n = arg.address, arg.size
                 else:
                     address, n = self.checker.array(j, self.view(j, arg))
                 low |= address

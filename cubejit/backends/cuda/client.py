@@ -115,9 +115,9 @@ class CudaClient:
         """Queues ``spec`` for the next batch (the next first launch, or
         :meth:`compile_queued`), so that many kernels compile at once: in the form for launches
         whose arrays do not overlap, the one a launch takes unless an array it writes is another
-        argument too (a kernel with tensors: in the form for tensors contiguous innermost)."""
+        argument too (a kernel with tensors: that, for tensors contiguous innermost)."""
         if any(isinstance(p.type, TensorType) for p in spec.params):
-            self.loader.enqueue(spec, (None, all_contiguous(spec.params)))
+            self.loader.enqueue(spec, (NO_ALIAS, all_contiguous(spec.params)))
         else:
             self.loader.enqueue(spec, NO_ALIAS)
 
@@ -128,12 +128,11 @@ class CudaClient:
     def _launcher(self, spec: Any, args: tuple[Any, ...]) -> Callable[[Any, tuple[Any, ...]], None]:
         """The launch function of ``spec``, made at its first launch, with ``args``. Which
         arrays the kernel writes is known once an artifact is loaded; until then the variant is
-        the no-alias one only if no two array arguments overlap at all. A kernel with tensors
-        starts with the contiguity its first arguments have."""
+        the no-alias one only if no two buffer arguments overlap at all. A kernel with tensors
+        starts with the contiguity its first arguments have too."""
+        variant: Any = NO_ALIAS if arrays_apart(spec.params, args) else None
         if any(isinstance(p.type, TensorType) for p in spec.params):
-            variant: Any = (None, first_mask(param_slots(spec.params), args))
-        else:
-            variant = NO_ALIAS if arrays_apart(spec.params, args) else None
+            variant = (variant, first_mask(param_slots(spec.params), args))
         handle = self.loader.load(spec, ArtifactId(spec.id(), variant), self._logger)
 
         def load(other: Any) -> Any:

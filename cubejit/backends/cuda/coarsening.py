@@ -19,15 +19,13 @@ array the kernel writes overlaps another array argument, which the launch checks
 takes this variant. A thread whose units straddle the bound runs each unit under its guard.
 
 Every decision is read from the IR's traits (:mod:`cubejit.ir.traits`). A kernel is coarsened
-when its cubes are one-dimensional, its guard has a bound, it has no tensor parameter (whose
-overlap with other arguments a launch does not check), and its guarded work touches global
+when its cubes are one-dimensional, its guard has a bound, and its guarded work touches global
 memory only (a cube's shared memory would be shared by the cubes of a block), neither
 synchronises nor needs its cube or plane converged (units of different cubes would wait for
 each other), never leaves (no ``return``, no loop exit) and holds no loop. Within one unit, a
 straight-line statement moves ahead of the unit's stores when its traits say it writes no
 buffer and reads none the unit stored before; a store is split into its evaluation (moved
-ahead) and its write.
-Any other kernel keeps one unit per thread.
+ahead) and its write. Any other kernel keeps one unit per thread.
 """
 
 from __future__ import annotations
@@ -91,7 +89,7 @@ def _coarsenable(work: Traits) -> bool:
 def coarsen(kernel: ir.KernelIR, cube_dim: tuple[int, int, int]) -> Coarsened | None:
     """``kernel`` with :data:`FACTOR` cubes per CUDA block, for cubes of ``cube_dim``; ``None``
     when the kernel keeps one unit per thread (see the module's doc)."""
-    if cube_dim[1:] != (1, 1) or kernel.tensors():
+    if cube_dim[1:] != (1, 1):
         return None
     plan = plan_unit_loop(kernel)
     if plan.bound is None:
@@ -188,9 +186,10 @@ def _loads_first(
                 first.append(s)
                 continue
             later = assignments(unit[j + 1 :], values)
+            indices = s.index.indices if isinstance(s.index, ir.TensorIndex) else (s.index,)
             parts = []
             for what, value, t in (
-                ("index", s.index, s.index.type),
+                *(("index", index, index.type) for index in indices),
                 ("stored", s.value, values[s.array].item.elem),
             ):
                 if isinstance(value, ir.Const) or (
@@ -202,7 +201,10 @@ def _loads_first(
                 locals_.append(ir.Local(temp, t))
                 first.append(ir.Assign(temp, value))
                 parts.append(ir.Var(temp, t))
-            last.append(ir.Store(s.array, parts[0], parts[1]))
+            index: ir.Expr = parts[0]
+            if isinstance(s.index, ir.TensorIndex):
+                index = ir.TensorIndex(s.index.tensor, tuple(parts[:-1]))
+            last.append(ir.Store(s.array, index, parts[-1]))
     return (*first, *last)
 
 

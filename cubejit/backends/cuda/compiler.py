@@ -73,22 +73,17 @@ class CudaCompiler:
         """Validates ``kernel``'s cube_dim against the device, expands it to IR and prints
         it as CUDA C++ for variant ``id.variant`` (``None``, or
         :data:`~cubejit.backends.cuda.coarsening.NO_ALIAS` for the coarsened no-alias form; for a
-        kernel with tensors ``(None, mask)``, the contiguity of its tensors, see
-        :func:`~cubejit.runtime.layout.contiguity`), telling ``recording`` both."""
+        kernel with tensors, that and the contiguity mask of its tensors, ``(None | NO_ALIAS,
+        mask)``, see :func:`~cubejit.runtime.layout.contiguity`), telling ``recording`` both."""
         where = f"{kernel.file}:{kernel.line}"
         has_tensors = any(isinstance(p.type, TensorType) for p in kernel.params)
-        variant, mask = (
-            id.variant
-            if has_tensors and isinstance(id.variant, tuple)
-            else (
-                id.variant,
-                None,
-            )
-        )
+        variant, mask = id.variant, None
+        if has_tensors and isinstance(id.variant, tuple) and len(id.variant) == 2:
+            variant, mask = id.variant
         if (variant is not None and variant is not NO_ALIAS) or has_tensors != (mask is not None):
             raise UnsupportedError(
                 f"kernel {kernel.name} ({where}): CUDA variant {id.variant!r} is neither None "
-                f"nor {NO_ALIAS!r} (nor (None, contiguity mask) for a kernel with tensors)",
+                f"nor {NO_ALIAS!r} (a kernel with tensors: either with its contiguity mask)",
                 kernel=kernel.name,
             )
         self.limits.check_cube_dim(kernel.cube_dim, kernel.name, where)

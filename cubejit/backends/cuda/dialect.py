@@ -33,7 +33,7 @@ from cubejit.backends.cuda.artifact import ENTRY_POINT
 from cubejit.backends.cuda.coarsening import FACTOR, Coarsened, written_arrays
 from cubejit.ir import nodes as ir
 from cubejit.ir.traversal import walk_exprs
-from cubejit.ir.types import SCALARS, ArrayType, Scalar, TensorType, bf16, f16, f32, f64
+from cubejit.ir.types import SCALARS, ArrayType, Scalar, TensorType, bf16, f16, f32, f64, u32
 
 _AXES = ("x", "y", "z")
 _HALVES = frozenset({"f16", "bf16"})
@@ -59,6 +59,7 @@ class CudaDialect(Dialect):
         "f64": "double",
     }
     helper_qualifier = "static __device__ __forceinline__"
+    offset_type = u32
 
     def unit_axis(self, axis: int) -> str:
         return f"threadIdx.{_AXES[axis]}"
@@ -167,7 +168,12 @@ def _signature(kernel: ir.KernelIR, restrict: bool) -> list[str]:
         elif isinstance(p.type, TensorType):
             assert p.type.rank is not None
             rank = p.type.rank
-            parts.append(f"{DIALECT.type_name(p.type.elem)}* {param_name(p.name)}")
+            elem = DIALECT.type_name(p.type.elem)
+            if restrict:
+                const = "" if p.name in written else "const "
+                parts.append(f"{const}{elem}* __restrict__ {param_name(p.name)}")
+            else:
+                parts.append(f"{elem}* {param_name(p.name)}")
             parts.append(f"unsigned int r_{p.name}")
             parts += [f"unsigned int {shape_name(p.name, d)}" for d in range(rank)]
             parts += [f"unsigned int {stride_name(p.name, d)}" for d in range(rank)]
@@ -223,10 +229,10 @@ def cuda_source(
         signature = _signature(kernel, restrict=False)
         head: list[str] = _tensor_lengths(kernel)
     else:
-        emitted = emit_body(coarsened.kernel, DIALECT)
+        emitted = emit_body(coarsened.kernel, DIALECT, contiguous=contiguous)
         count = f"unsigned int {param_name(coarsened.count)}"
         signature = [*_signature(kernel, restrict=True), count]
-        head = _coarsened_head(coarsened)
+        head = [*_tensor_lengths(kernel), *_coarsened_head(coarsened)]
     if needs_half_headers(kernel):
         sections.append("#include <cuda_fp16.h>\n#include <cuda_bf16.h>")
     if emitted.helpers:

@@ -24,8 +24,10 @@ A launch with the very objects of the last launch of the same kernel (a loop lau
 same buffers) finds the parameter buffer already filled and calls the driver at once.
 
 A kernel with tensors has one artifact per contiguity of its tensors' innermost dimensions
-(variant ``(None, mask)``, :func:`~cubejit.runtime.layout.contiguity`); its launch computes the
-mask from the arguments and takes (or loads) that artifact. Tensor kernels are not coarsened.
+(variant ``(None, mask)``, or ``(NO_ALIAS, mask)`` for its coarsened form; see
+:func:`~cubejit.runtime.layout.contiguity`): its launch computes the mask from the arguments
+(and, when coarsened, whether a written buffer's span overlaps another's) and takes, or loads,
+that artifact.
 
 Every check happens before the launch: a wrong argument raises
 :class:`~cubejit.errors.LaunchError` and nothing runs. The common case (this client's own
@@ -59,7 +61,7 @@ from cubejit.backends.cuda.buffer import (
 from cubejit.backends.cuda.coarsening import NO_ALIAS
 from cubejit.backends.cuda.driver import error_text
 from cubejit.errors import LaunchError
-from cubejit.ir.types import ArrayType
+from cubejit.ir.types import ArrayType, TensorType
 from cubejit.runtime.arguments import ArgumentChecker, TensorValues
 from cubejit.runtime.layout import SCALAR_FORMATS, ParamSlot, SlotKind
 from cubejit.runtime.limits import dims3
@@ -86,14 +88,14 @@ def bf16_bits(value: float) -> int:
 
 
 def arrays_apart(params: tuple[Any, ...], args: tuple[Any, ...]) -> bool:
-    """Whether no two array arguments among ``args`` (for parameters ``params``, each with a
-    ``type``) share a byte. ``False`` when that cannot be told, as for arguments that do not fit,
-    which the launch then reports."""
+    """Whether no two array or tensor arguments among ``args`` (for parameters ``params``, each
+    with a ``type``) share a byte of their spans. ``False`` when that cannot be told, as for
+    arguments that do not fit, which the launch then reports."""
     if len(args) != len(params):
         return False
     spans = []
     for param, arg in zip(params, args, strict=True):
-        if not isinstance(param.type, ArrayType):
+        if not isinstance(param.type, ArrayType | TensorType):
             continue
         if isinstance(arg, CudaBuffer):
             spans.append((arg.ptr, arg.ptr + arg.nbytes))
@@ -146,10 +148,11 @@ def layout_key(params: tuple[ParamSlot, ...], coarsening: int) -> tuple[Any, ...
 
 
 def _apart_check(key: tuple[Any, ...]) -> tuple[list[str], str]:
-    """The lines computing array ends, and the condition that no written array overlaps another
-    array argument (``p`` its pointer, ``n`` its length, ``e`` its end, ``z`` its item size)."""
+    """The lines computing buffer ends, and the condition that no written buffer overlaps another
+    buffer argument (``p`` its pointer, ``n`` its length, or for a tensor the elements its span
+    covers, ``e`` its end, ``z`` its item size)."""
     slots = key[0]
-    arrays = [j for j, (kind, _, _, _) in enumerate(slots) if kind == "array"]
+    arrays = [j for j, (kind, _, _, _) in enumerate(slots) if kind != "scalar"]
     written = [j for j in arrays if slots[j][3]]
     pairs = [(w, a) for w in written for a in arrays if a != w and (a not in written or a > w)]
     ends = sorted({j for pair in pairs for j in pair})
@@ -221,10 +224,11 @@ def _first_sight(key: tuple[Any, ...]) -> list[str]:
             lines += [
                 f"    if {own} and a{j}.ndim == {rank}:",
                 f"        p{j} = a{j}.ptr",
+                f"        n{j} = a{j}.n",
                 f"        t{j} = a{j}.words",
                 f"        c{j} = 1",
                 "    else:",
-                f"        p{j}, t{j}, c{j} = tensor_arg({j}, a{j})",
+                f"        p{j}, n{j}, t{j}, c{j} = tensor_arg({j}, a{j})",
                 "        own = False",
             ]
             values += [f"p{j}", f"*t{j}"]
@@ -244,14 +248,32 @@ def _first_sight(key: tuple[Any, ...]) -> list[str]:
     function, blocks = "function", "gx"
     if tensors:
         mask = " | ".join(f"(c{j} << {bit})" for bit, j in enumerate(tensors))
-        lines += [
-            f"    mask = {mask}",
-            "    f = functions.get(mask)",
-            "    if f is None:",
-            "        f = load_mask(mask)",
-        ]
+        lines.append(f"    mask = {mask}")
         function = "f"
-    if coarsened:
+    if tensors and not coarsened:
+        lines += [
+            "    f = functions.get((None, mask))",
+            "    if f is None:",
+            "        f = load_variant((None, mask))",
+        ]
+    if tensors and coarsened:
+        ends, condition = _apart_check(key)
+        lines += [
+            *ends,
+            f"    if {condition}:",
+            "        f = functions.get((NO_ALIAS, mask))",
+            "        if f is None:",
+            "            f = load_variant((NO_ALIAS, mask))",
+            "        bx = (gx + COARSENING - 1) // COARSENING",
+            "    else:",
+            "        f = functions.get((None, mask))",
+            "        if f is None:",
+            "            f = load_variant((None, mask))",
+            "        bx = gx",
+        ]
+        values.append("gx")
+        blocks = "bx"
+    if coarsened and not tensors:
         ends, condition = _apart_check(key)
         lines += [
             *ends,
@@ -369,7 +391,7 @@ class Launcher:
         base = ctypes.addressof(self._values)
         self._pointers = (ctypes.c_void_p * count)(*(base + SLOT_BYTES * i for i in range(count)))
         namespace = self._namespace(function, stream, launch_kernel, struct.Struct(fmt), cube_dim)
-        if coarsening > 1:
+        if coarsening > 1 and not has_tensors:
             fast = variant is NO_ALIAS
             namespace.update(
                 COARSENING=coarsening,
@@ -379,10 +401,17 @@ class Launcher:
                 load_plain=lambda: self._load_variant(namespace, "plain", None),
             )
         if has_tensors:
-            functions: dict[int, Any] = {}
+            functions: dict[Any, Any] = {}
             if isinstance(variant, tuple):
-                functions[variant[1]] = function
-            namespace.update(functions=functions, load_mask=self._mask_loader(functions))
+                functions[variant] = function
+                if coarsening == 1:
+                    functions[(None, variant[1])] = function
+            namespace.update(
+                COARSENING=coarsening,
+                NO_ALIAS=NO_ALIAS,
+                functions=functions,
+                load_variant=self._variant_loader(functions),
+            )
         exec(launch_code(layout_key(params, coarsening)), namespace)
         self.launch: Callable[[Any, tuple[Any, ...]], None] = namespace["launch"]
         """Launches the kernel on ``cube_count`` cubes with ``args``."""
@@ -437,13 +466,13 @@ class Launcher:
         function = namespace[name] = self._load(variant)
         return function
 
-    def _mask_loader(self, functions: dict[int, Any]) -> Callable[[int], Any]:
-        def load_mask(mask: int) -> Any:
+    def _variant_loader(self, functions: dict[Any, Any]) -> Callable[[Any], Any]:
+        def load_variant(variant: Any) -> Any:
             assert self._load is not None
-            function = functions[mask] = self._load((None, mask))
+            function = functions[variant] = self._load(variant)
             return function
 
-        return load_mask
+        return load_variant
 
     def _foreign(self, index: int, arg: Any) -> DeviceArray:
         """Another library's array as the checker sees it, or the LaunchError saying why it
@@ -476,7 +505,9 @@ class Launcher:
             self._client.adopt(foreign, self.checker.where(index))
         return found
 
-    def _tensor(self, index: int, arg: Any) -> tuple[int, tuple[int, ...], bool]:
+    def _tensor(self, index: int, arg: Any) -> tuple[int, int, tuple[int, ...], bool]:
+        """A tensor's address, the elements its span covers (for the overlap check), its
+        rank, shape and strides, and whether it is contiguous innermost."""
         if self._own(index, arg):
             values: TensorValues = self.checker.tensor(index, arg.view())
         else:
@@ -484,7 +515,10 @@ class Launcher:
             values = self.checker.tensor(index, foreign.view)
             if values.shape and all(values.shape):
                 self._client.adopt(foreign, self.checker.where(index))
-        return values.address, values.words(), values.contiguous
+        span = 0
+        if all(values.shape):
+            span = 1 + sum((e - 1) * s for e, s in zip(values.shape, values.strides, strict=True))
+        return values.address, span, values.words(), values.contiguous
 
     @staticmethod
     def _bf16(arg: Any) -> Any:

@@ -26,6 +26,7 @@ from cubejit.backends.cpu.compiler import CpuCompiler
 from cubejit.compile.id import ArtifactId
 from cubejit.environment import ArtifactStore
 from cubejit.errors import CompilationError
+from cubejit.runtime.layout import ParamSlot
 
 _log = logging.getLogger("cubejit.compilation")
 _names = itertools.count()
@@ -45,8 +46,11 @@ class CpuLoaded:
     """The loaded shared object (kept so it stays loaded)."""
     entry: Any
     """The ``ctypes`` function of the launch entry: ``entry(args: bytes) -> None``."""
-    layout: tuple[tuple[str, str, str], ...]
-    """The argument layout the artifact was built for."""
+    layout: tuple[ParamSlot, ...]
+    """The parameter slots the artifact was built for."""
+    written: tuple[int, ...] = ()
+    """The positions of the buffers the kernel stores into, whose arguments must be
+    writeable."""
 
 
 class CpuTarget:
@@ -105,7 +109,8 @@ class CpuTarget:
             ) from None
         entry.argtypes = [ctypes.c_char_p]
         entry.restype = None
-        return CpuLoaded(library, entry, artifact.layout)
+        written = tuple(j for j, slot in enumerate(artifact.layout) if slot.written)
+        return CpuLoaded(library, entry, artifact.layout, written)
 
     def _load_elsewhere(
         self, id: ArtifactId[Any], artifact: CpuArtifact, first: OSError

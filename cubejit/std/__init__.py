@@ -1,0 +1,14 @@
+"""``cubejit.std``: kernels users call rather than write, in the cubejit language.
+
+Each function takes arrays of a client (numpy arrays and CPU buffers on the CPU; client buffers
+and CUDA arrays such as CuPy's or PyTorch's on CUDA) of any non-negative strides, computes on
+``f32``, ``f16`` (and ``bf16`` on CUDA) with ``f32`` accumulation, and ``f64``, and returns a
+new array of that client (a numpy array on the CPU, a buffer on CUDA) or writes into ``out=``.
+``client=`` names the client when the arguments do not (it defaults to the arrays' own).
+"""
+
+from __future__ import annotations
+
+from cubejit.std.reductions import max, mean, min, sum
+
+__all__ = ["max", "mean", "min", "sum"]

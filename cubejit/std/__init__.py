@@ -9,7 +9,8 @@ new array of that client (a numpy array on the CPU, a buffer on CUDA) or writes 
 
 from __future__ import annotations
 
+from cubejit.std.histogram import histogram
 from cubejit.std.reductions import max, mean, min, sum
 from cubejit.std.rows import layer_norm, softmax
 
-__all__ = ["layer_norm", "max", "mean", "min", "softmax", "sum"]
+__all__ = ["histogram", "layer_norm", "max", "mean", "min", "softmax", "sum"]

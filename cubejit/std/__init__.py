@@ -12,5 +12,16 @@ from __future__ import annotations
 from cubejit.std.histogram import histogram
 from cubejit.std.reductions import max, mean, min, sum
 from cubejit.std.rows import layer_norm, softmax
+from cubejit.std.scan import cumsum, exclusive_cumsum
 
-__all__ = ["histogram", "layer_norm", "max", "mean", "min", "softmax", "sum"]
+__all__ = [
+    "cumsum",
+    "exclusive_cumsum",
+    "histogram",
+    "layer_norm",
+    "max",
+    "mean",
+    "min",
+    "softmax",
+    "sum",
+]

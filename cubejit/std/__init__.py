@@ -9,7 +9,7 @@ new array of that client (a numpy array on the CPU, a buffer on CUDA) or writes 
 
 from __future__ import annotations
 
-from cubejit.std.histogram import histogram
+from cubejit.std.histograms import histogram
 from cubejit.std.reductions import max, mean, min, sum
 from cubejit.std.rows import layer_norm, softmax
 from cubejit.std.scan import cumsum, exclusive_cumsum

@@ -15,7 +15,7 @@ from cubejit.backends.cuda.driver import ARCHITECTURAL_LIMITS
 from cubejit.compile.id import ArtifactId
 from cubejit.compile.recording import CompilationRecording
 from cubejit.ir.types import TensorType
-from cubejit.std import histograms, reductions, rows, scan
+from cubejit.std import histograms, reductions, rows, scan, tiles
 
 pytestmark = pytest.mark.cuda_packages
 
@@ -40,6 +40,9 @@ def _specs() -> list[Any]:
         specs.append(histograms.histogram_kernel(t).specialize(256, R=16, BINS=256, PRIVATE=True))
     specs.append(histograms.histogram_kernel(cj.u32).specialize(256, R=16, BINS=1, PRIVATE=False))
     specs.append(histograms.zero_kernel().specialize(256))
+    for t in (cj.f32, cj.f16, cj.f64):
+        c = tiles.TILES["cuda"]
+        specs.append(tiles.matmul_kernel(t).specialize((c.tx, c.ty), RM=c.rm, RN=c.rn, BK=c.bk))
     return specs
 
 

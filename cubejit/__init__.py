@@ -15,6 +15,7 @@ from cubejit.errors import (
     CubejitError,
     LaunchError,
     StoreError,
+    TuneError,
     UnsupportedError,
     ValidationError,
 )
@@ -46,6 +47,7 @@ from cubejit.lang import (
     unroll,
 )
 from cubejit.runtime import client
+from cubejit.tune import Tunable, Tuner, anchor
 
 __version__ = "0.1.0"
 
@@ -103,9 +105,13 @@ __all__ = [
     "KernelSpec",
     "LaunchError",
     "StoreError",
+    "Tunable",
+    "TuneError",
+    "Tuner",
     "UnsupportedError",
     "ValidationError",
     "abs",
+    "anchor",
     "bf16",
     "bool_",
     "cdiv",

@@ -6,7 +6,8 @@ and prints what happened as one JSON line.
 ``CUBEJIT_CACHE_DIR`` (and the fleet's ``CUBEJIT_STORE``) in its environment. It prints
 ``ready`` once imported and waits for a line on stdin, so that several hosts start at once.
 ``--die-while-tuning`` prints ``tuning`` and exits at once when its first timed run starts,
-holding whatever lease it took.
+holding whatever lease it took; ``--changed`` tunes the tuner with its candidate ``fast``
+changed.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import os
 import sys
 
 import numpy as np
-from tune_kernels import plus_one_tuner
+from tune_kernels import changed_tuner, plus_one_tuner
 
 import cubejit as cj
 from cubejit.tune import tuner as tuner_module
@@ -37,6 +38,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("sizes", type=int, nargs="+")
     parser.add_argument("--die-while-tuning", action="store_true")
+    parser.add_argument("--changed", action="store_true")
     args = parser.parse_args()
     warnings = Warnings()
     logging.getLogger("cubejit").addHandler(warnings)
@@ -47,7 +49,7 @@ def main() -> None:
             os._exit(3)
 
         tuner_module.measure = die  # type: ignore[assignment]
-    tuner = plus_one_tuner()
+    tuner = changed_tuner() if args.changed else plus_one_tuner()
     client = cj.client("cpu")
     rng = np.random.default_rng(os.getpid())
     print("ready", flush=True)

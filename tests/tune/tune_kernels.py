@@ -70,3 +70,12 @@ def spin_tuner(name: str) -> cj.Tuner:
         key=size_key,
         candidates=[cj.Tunable("slower", slower), cj.Tunable("fast", fast)],
     )
+
+
+def changed_tuner(name: str = "plus one") -> cj.Tuner:
+    """:func:`plus_one_tuner` with its candidate ``fast`` changed: 128 units per cube."""
+    return cj.Tuner(
+        name,
+        key=size_key,
+        candidates=[cj.Tunable("slow", slow), cj.Tunable("fast", fast_wide)],
+    )

@@ -1,0 +1,75 @@
+"""``cubejit tune list | show | clear`` and ``cubejit explain`` of a tuner tuned again, on
+decisions a real tuning process left in an environment."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from cli_runner import Cubejit
+
+TUNE_HOST = Path(__file__).parents[1] / "tune" / "tune_host.py"
+
+
+def tune(root: Path, *options: str, sizes: tuple[int, ...] = (100, 1000)) -> str:
+    """Runs a process that tunes ``plus one`` for ``sizes`` into the environments at ``root``."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("CUBEJIT_")}
+    environ.update(CUBEJIT_CACHE_DIR=str(root), CUBEJIT_TUNE_BUDGET="0.1")
+    done = subprocess.run(
+        [sys.executable, str(TUNE_HOST), *map(str, sizes), *options],
+        input="go\n",
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_tune_list_and_show_give_each_decision_with_every_candidates_times(
+    cubejit: Cubejit, tmp_path: Path
+):
+    tune(tmp_path / "root")
+    listing = cubejit("tune", "list").stdout
+    assert "2 tuning decisions" in listing
+    assert "[128]" in listing and "[1024]" in listing
+    shown = cubejit("tune", "show", "plus one").stdout
+    assert shown.count("plus one for key") == 2
+    assert shown.count(" won;") == 2
+    assert "slow" in shown and "fast" in shown and "timed runs" in shown
+
+
+def test_tune_clear_forgets_a_tuners_decisions_and_they_are_tuned_again(
+    cubejit: Cubejit, tmp_path: Path
+):
+    root = tmp_path / "root"
+    tune(root)
+    assert "forgot 2 tuning decisions of 'plus one'" in cubejit("tune", "clear", "plus one").stdout
+    assert "no tuning decisions" in cubejit("tune", "list").stdout
+    assert '"tuned": [128, 1024]' in tune(root)
+
+
+def test_tune_show_of_an_unknown_tuner_is_an_error_naming_the_known_ones(
+    cubejit: Cubejit, tmp_path: Path
+):
+    tune(tmp_path / "root", sizes=(100,))
+    done = cubejit("tune", "show", "nobody", check=False)
+    assert done.returncode == 1
+    assert "no tuning decision of a tuner named 'nobody'" in done.stderr
+    assert "tuners with decisions: plus one" in done.stderr
+
+
+def test_explain_names_the_candidate_whose_change_made_a_tuner_tune_again(
+    cubejit: Cubejit, tmp_path: Path
+):
+    root = tmp_path / "root"
+    tune(root, sizes=(1000,))
+    assert "nothing was tuned again" in cubejit("explain", "plus one").stdout
+    tune(root, "--changed", sizes=(1000,))
+    explained = cubejit("explain", "plus one").stdout
+    assert "candidate 'fast': its launch function changed" in explained
+    assert "'slow'" not in explained

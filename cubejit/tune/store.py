@@ -122,10 +122,6 @@ class Decisions:
         except Offline:
             return Claim.MINE
 
-    def fetch(self, key: bytes) -> Decision | None:
-        """After :meth:`claim`: a decision another host stored meanwhile, if one is there."""
-        return self.get(key)
-
     def abandon(self, key: bytes) -> None:
         """This process will not store a decision for ``key`` (every candidate failed): gives
         back the fleet's lease, so that another host may try."""

@@ -210,8 +210,8 @@ class Tuner:
             if found is not None:
                 store.abandon(store_key)
         if found is None or not self._adopt(client, key, found):
-            tuned = self._tune(client, key, args, store)
             try:
+                tuned = self._tune(client, key, args, store)
                 found = store.put(store_key, tuned)
             except BaseException:
                 store.abandon(store_key)

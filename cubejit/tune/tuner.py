@@ -210,12 +210,15 @@ class Tuner:
             if found is not None:
                 store.abandon(store_key)
         if found is None or not self._adopt(client, key, found):
+            from cubejit.tune import records
+
             try:
                 tuned = self._tune(client, key, args, store)
                 found = store.put(store_key, tuned)
             except BaseException:
                 store.abandon(store_key)
                 raise
+            records.record(tuned)
             if not self._adopt(client, key, found):
                 self._adopt(client, key, tuned)
         return self._winners[(client, key)]

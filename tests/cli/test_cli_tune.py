@@ -43,6 +43,14 @@ def test_tune_list_and_show_give_each_decision_with_every_candidates_times(
     assert "slow" in shown and "fast" in shown and "timed runs" in shown
 
 
+def test_records_hold_each_tuning_with_its_runs_and_seconds(cubejit: Cubejit, tmp_path: Path):
+    tune(tmp_path / "root")
+    shown = cubejit("records").stdout
+    assert "2 tunings" in shown
+    assert shown.count("plus one") == 2
+    assert "slow " in shown and " won x" in shown
+
+
 def test_tune_clear_forgets_a_tuners_decisions_and_they_are_tuned_again(
     cubejit: Cubejit, tmp_path: Path
 ):

@@ -139,5 +139,19 @@ def read(path: Path | None = None) -> list[TuningRecord]:
             return []
         raise
     return [
-        TuningRecord(*row[:5], json.loads(row[5]), *row[6:11], json.loads(row[11])) for row in rows
+        TuningRecord(
+            session=row[0],
+            started_at=row[1],
+            host=row[2],
+            pid=row[3],
+            tuner=row[4],
+            key=json.loads(row[5]),
+            device=row[6],
+            winner=row[7],
+            timed_runs=row[8],
+            timing_s=row[9],
+            tuning_s=row[10],
+            candidates=json.loads(row[11]),
+        )
+        for row in rows
     ]

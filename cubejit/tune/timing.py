@@ -69,7 +69,7 @@ class CudaEventClock:
 
         self._driver = driver_module()
         self._call = call
-        self._stream = client.stream_handle
+        self._stream = self._driver.CUstream(client.stream_handle)
         client.sync()
         self._start = call(self._driver.cuEventCreate, 0, what="create a timing event")
         self._end = call(self._driver.cuEventCreate, 0, what="create a timing event")
@@ -131,15 +131,16 @@ def _aligned_copy(array: np.ndarray) -> np.ndarray:
 def _device_copy(client: Any, buffer: Any) -> Any:
     from cubejit.backends.cuda.driver import call, driver_module
 
+    driver = driver_module()
     copy = client.empty(buffer.n, buffer.scalar)
     if buffer.n:
         client.sync()
         call(
-            driver_module().cuMemcpyDtoDAsync,
+            driver.cuMemcpyDtoDAsync,
             copy.ptr,
             buffer.ptr,
             buffer.nbytes,
-            client.stream_handle,
+            driver.CUstream(client.stream_handle),
             what="copy an argument for tuning",
         )
     return copy

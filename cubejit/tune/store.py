@@ -29,7 +29,6 @@ from typing import Any
 from cubejit.compile.id import stable_digest
 from cubejit.environment import fleet
 from cubejit.environment.build import version
-from cubejit.environment.redis_link import Offline
 from cubejit.environment.store import Store
 from cubejit.environment.value import DamagedValueError
 from cubejit.tune.decision import Decision
@@ -116,11 +115,7 @@ class Decisions:
         or found taken at once; an unreachable server means tuning here."""
         if not isinstance(self._store, fleet.FleetStore):
             return Claim.MINE
-        leases = self._store.fleet.leases
-        try:
-            return Claim.MINE if leases.acquire(self.namespace, key) else Claim.ELSEWHERE
-        except Offline:
-            return Claim.MINE
+        return Claim.MINE if self._store.try_claim(key) else Claim.ELSEWHERE
 
     def abandon(self, key: bytes) -> None:
         """This process will not store a decision for ``key`` (every candidate failed): gives

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tune_hosts import BUDGET_S
 
 from cubejit import config
 
@@ -28,9 +29,6 @@ except pytest.skip.Exception as missing:
 else:
     redis_server = fleet_servers.redis_server
     redis_url = fleet_servers.redis_url
-
-BUDGET_S = "0.2"
-"""Seconds of timed runs per key in the tests (the default is 2)."""
 
 
 @pytest.fixture(autouse=True)

@@ -4,7 +4,7 @@ redis-server, tuning real CPU kernels."""
 from __future__ import annotations
 
 import pytest
-from hosts import SECRET, Host, run_hosts
+from tune_hosts import SECRET, Host, run_hosts
 from tune_kernels import plus_one_tuner
 
 import cubejit as cj

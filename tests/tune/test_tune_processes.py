@@ -3,7 +3,7 @@ nothing."""
 
 from __future__ import annotations
 
-from hosts import run_hosts
+from tune_hosts import run_hosts
 
 
 def test_a_second_process_runs_zero_tuning_timings(tmp_path):

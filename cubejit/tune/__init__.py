@@ -8,6 +8,7 @@ artifacts; :func:`anchor` buckets sizes so that nearby ones share a key. See REA
 from __future__ import annotations
 
 from cubejit.tune.decision import CandidateTimes, Decision, Outcome
-from cubejit.tune.tuner import Tunable, Tuner, anchor
+from cubejit.tune.keys import anchor
+from cubejit.tune.tuner import Tunable, Tuner
 
 __all__ = ["CandidateTimes", "Decision", "Outcome", "Tunable", "Tuner", "anchor"]

@@ -15,7 +15,6 @@ takes the decision once it landed, or the lease once its holder is gone.
 
 from __future__ import annotations
 
-import enum
 import logging
 import os
 import socket
@@ -25,14 +24,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from cubejit import config
-from cubejit.compile.id import canonical, stable_digest
+from cubejit.compile.id import stable_digest
 from cubejit.errors import CubejitError, TuneError
-from cubejit.ir.types import Scalar
 from cubejit.tune.decision import CandidateTimes, Decision, Outcome
 from cubejit.tune.identity import CandidateIdentity, identify
+from cubejit.tune.keys import canonical_key, jsonable_key
 from cubejit.tune.timing import clock_for, copy_arguments, measure
 
 if TYPE_CHECKING:
@@ -42,24 +39,6 @@ log = logging.getLogger("cubejit.tune")
 
 POLL_S = 0.05
 """Seconds between two looks at the fleet's store for a key another host is tuning."""
-
-
-def anchor(n: int, base: int = 2) -> int:
-    """The smallest power of ``base`` at or above ``n`` (1 for ``n <= 1``), so that nearby
-    sizes share a tuning key: ``anchor(1000) == anchor(1024) == 1024``."""
-    if base == 2 and type(n) is int and n > 1:
-        return 1 << (n - 1).bit_length()
-    if isinstance(base, bool) or not isinstance(base, int) or base < 2:
-        raise ValueError(f"anchor's base must be an int of at least 2, not {base!r}")
-    n = int(n)
-    if n <= 1:
-        return 1
-    if base == 2:
-        return 1 << (n - 1).bit_length()
-    power = 1
-    while power < n:
-        power *= base
-    return power
 
 
 class Tunable:
@@ -305,7 +284,7 @@ class Tuner:
         tuning_s = time.perf_counter() - started
         decision = Decision(
             tuner=self.name,
-            key=_jsonable(self._canonical_key(key)),
+            key=jsonable_key(self._canonical_key(key)),
             checksum=self.checksum(),
             winner=winner,
             candidates=candidates,
@@ -355,13 +334,7 @@ class Tuner:
         return key
 
     def _canonical_key(self, key: Any) -> Any:
-        try:
-            return canonical(_plain(key))
-        except TypeError as e:
-            raise TypeError(
-                f"tuner {self.name}: a tuning key is made of ints, floats, strings, bools, "
-                f"dtypes and cubejit types in tuples; {key!r} is not ({e})"
-            ) from None
+        return canonical_key(self.name, key)
 
     def _store_key(self, key: Any) -> bytes:
         from cubejit.tune.store import decision_key
@@ -384,26 +357,3 @@ class Tuner:
         self._winners = {}
         self._decisions = {}
         self._waiting = {}
-
-
-def _plain(value: Any) -> Any:
-    """``value`` with numpy scalars, dtypes and cubejit types as plain values."""
-    if isinstance(value, tuple | list):
-        return tuple(_plain(v) for v in value)
-    if isinstance(value, np.dtype):
-        return str(value)
-    if isinstance(value, Scalar):
-        return str(value)
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, enum.Enum):
-        return f"{type(value).__name__}.{value.name}"
-    return value
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, bytes):
-        return value.hex()
-    return value

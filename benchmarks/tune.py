@@ -11,6 +11,7 @@ tunings instead of 40, every host agreeing. Then, in this process, the launch ov
 decided tuner over launching its winner's kernel directly (target: at most 2 µs).
 
     python benchmarks/tune.py [--backend cpu|cuda] [--hosts 4] [--keys 10] [--budget 0.25]
+    python benchmarks/tune.py --overhead-only [--backend cpu|cuda]
 
 Needs ``redis-server`` on the PATH (``apt-get install redis-server``) and the ``redis`` package.
 """
@@ -136,10 +137,11 @@ def run_hosts(args: argparse.Namespace, store: str | None) -> dict[str, object]:
 
 
 def overhead(
-    backend: str, candidates: int, repeats: int = 9, launches: int = 20_000
-) -> tuple[float, float]:
+    backend: str, candidates: int, repeats: int = 50, launches: int = 2_000
+) -> dict[str, tuple[float, float]]:
     """Per-launch seconds of launching the winner's kernel directly (as the winner does) and
-    of ``tuner.launch`` once decided, each the best of ``repeats`` loops of ``launches``."""
+    of ``tuner.launch`` once decided: the best of ``repeats`` loops of ``launches``, by the wall
+    clock and by the launching thread's CPU time (which a loaded machine disturbs less)."""
     client = cj.client(backend)
     tuner = saxpy_tuner(candidates)
     n = 256
@@ -150,19 +152,24 @@ def overhead(
     decision = tuner.decision(a, x, y, out, client=client)
     assert decision is not None
     cube_dim = int(decision.winner.split()[-1])
-    direct, tuned = [], []
-    for _ in range(repeats):
-        started = time.perf_counter()
+
+    def direct() -> None:
         for _ in range(launches):
             saxpy.launch(client, cj.cdiv(len(out), cube_dim), cube_dim, a, x, y, out)
-        client.sync()
-        direct.append((time.perf_counter() - started) / launches)
-        started = time.perf_counter()
+
+    def tuned() -> None:
         for _ in range(launches):
             tuner.launch(client, a, x, y, out)
-        client.sync()
-        tuned.append((time.perf_counter() - started) / launches)
-    return min(direct), min(tuned)
+
+    best = {"direct": [float("inf")] * 2, "tuned": [float("inf")] * 2}
+    for _ in range(repeats):
+        for name, loop in (("direct", direct), ("tuned", tuned)):
+            wall, cpu = time.perf_counter(), time.thread_time()
+            loop()
+            client.sync()
+            spent = (time.perf_counter() - wall, time.thread_time() - cpu)
+            best[name] = [min(b, s / launches) for b, s in zip(best[name], spent, strict=True)]
+    return {name: (wall, cpu) for name, (wall, cpu) in best.items()}
 
 
 def main() -> None:
@@ -172,11 +179,19 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=10)
     parser.add_argument("--candidates", type=int, default=4, choices=range(1, 5))
     parser.add_argument("--budget", type=float, default=0.25, help="seconds per key")
+    parser.add_argument("--overhead-only", action="store_true", help="skip the fleet rows")
     parser.add_argument("--host", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.host:
         host(args.backend, args.keys, args.candidates)
         return
+    if not args.overhead_only:
+        fleet_rows(args)
+    print_overhead(args)
+
+
+def fleet_rows(args: argparse.Namespace) -> None:
+    """The hosts alone, then behind one Redis server: the table of tunings and wall time."""
     with tempfile.TemporaryDirectory(prefix="cubejit-redis-") as folder:
         server, url = redis_server(folder)
         try:
@@ -200,14 +215,20 @@ def main() -> None:
         fleet[k] / alone[k] if alone[k] else float("nan") for k in ("tunings", "timed_runs", "wall")
     ]
     print(f"{'ratio (Redis / alone)':28}{ratios[0]:>9.2f}{ratios[1]:>12.2f}{ratios[2]:>10.2f}")
+
+
+def print_overhead(args: argparse.Namespace) -> None:
+    """The table of one process's launch costs, with a store of its own."""
     with tempfile.TemporaryDirectory(prefix="cubejit-tune-") as folder:
         cj_environment.set_root(folder)
-        direct, tuned = overhead(args.backend, args.candidates)
+        costs = overhead(args.backend, args.candidates)
+    (direct_wall, direct_cpu), (tuned_wall, tuned_cpu) = costs["direct"], costs["tuned"]
     print()
-    print(f"{'one process, decided':28}{'per launch (µs)':>16}")
-    print(f"{'direct kernel launch':28}{direct * 1e6:>16.2f}")
-    print(f"{'tuner.launch':28}{tuned * 1e6:>16.2f}")
-    print(f"{'overhead':28}{(tuned - direct) * 1e6:>16.2f}")
+    print(f"{'one process, decided (µs)':28}{'per launch':>12}{'thread CPU':>12}")
+    print(f"{'direct kernel launch':28}{direct_wall * 1e6:>12.2f}{direct_cpu * 1e6:>12.2f}")
+    print(f"{'tuner.launch':28}{tuned_wall * 1e6:>12.2f}{tuned_cpu * 1e6:>12.2f}")
+    overhead_wall, overhead_cpu = (tuned_wall - direct_wall) * 1e6, (tuned_cpu - direct_cpu) * 1e6
+    print(f"{'overhead':28}{overhead_wall:>12.2f}{overhead_cpu:>12.2f}")
 
 
 if __name__ == "__main__":

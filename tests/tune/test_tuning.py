@@ -174,3 +174,21 @@ def test_a_tuning_key_that_is_not_plain_data_is_refused_with_the_tuners_name(cli
     tuner = cj.Tuner("odd key", key=lambda x: (object(),), candidates=[cj.Tunable("f", fast)])
     with pytest.raises(TypeError, match="tuner odd key: a tuning key"):
         tuner.launch(client, random(10))
+
+
+def test_a_damaged_decision_is_dropped_with_a_warning_and_the_key_tuned_again(client, caplog):
+    from cubejit.environment.store import Store
+    from cubejit.tune.store import Decisions, decision_key, device_fingerprint
+
+    first = plus_one_tuner("damaged")
+    first.launch(client, random(100))
+    store = Store(Decisions(device_fingerprint(client)).namespace)
+    key = decision_key(first.name, first.checksum(), (128,))
+    value = store.get(key)
+    store.purge_key(key)
+    store.insert(key, value[:-1] + bytes([value[-1] ^ 1]))
+
+    again = plus_one_tuner("damaged")
+    again.launch(client, random(100))
+    assert again.tunings == 1
+    assert [r for r in caplog.records if "damaged tuning decision" in r.getMessage()]

@@ -9,7 +9,8 @@ from a run:
   with its whole id (types, comptime values, cube_dim);
 - and always the kernels its launch function reaches: those it names (globals, closure cells,
   default values), followed through plain functions and ``functools.partial`` it names too, so
-  that a candidate calling a helper still counts the helper's kernels;
+  that a candidate calling a helper still counts the helper's kernels (functions of installed
+  libraries, the standard library and cubejit count by their names alone);
 - and that function's own code: its bytecode, constants and the plain values it reads
   (``BLOCK = 256`` at module level), so that editing ``256`` into ``128`` in a lambda re-tunes.
 
@@ -22,9 +23,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import sysconfig
 import types
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from cubejit.compile.id import KernelId, stable_digest
@@ -32,6 +35,22 @@ from cubejit.lang.kernel import Kernel, KernelSpec
 
 _PLAIN = (type(None), bool, int, float, str, bytes)
 _MAX_DEPTH = 8
+_LIBRARIES = tuple(
+    sorted(
+        {
+            str(Path(sysconfig.get_path(name)).resolve()) + "/"
+            for name in ("stdlib", "platstdlib", "purelib", "platlib")
+        }
+        | {str(Path(__file__).resolve().parents[1]) + "/"}
+    )
+)
+"""Where installed code lives (the standard library, site-packages, cubejit itself): a
+function from there counts by its name, not its code, so the walk stays short and an upgrade
+of a library does not re-tune (an upgrade of cubejit does, by the namespace)."""
+
+
+def _in_library(fn: types.FunctionType) -> bool:
+    return str(Path(fn.__code__.co_filename).resolve()).startswith(_LIBRARIES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +118,10 @@ class _Walk:
         elif isinstance(obj, types.MethodType):
             self.visit(obj.__func__, depth + 1)
         elif isinstance(obj, types.FunctionType):
-            self._function(obj, depth)
+            if _in_library(obj):
+                self.code.append(f"{obj.__module__}.{obj.__qualname__}".encode())
+            else:
+                self._function(obj, depth)
 
     def _function(self, fn: types.FunctionType, depth: int) -> None:
         names: list[str] = []

@@ -192,3 +192,16 @@ def test_a_damaged_decision_is_dropped_with_a_warning_and_the_key_tuned_again(cl
     again.launch(client, random(100))
     assert again.tunings == 1
     assert [r for r in caplog.records if "damaged tuning decision" in r.getMessage()]
+
+
+def _launch_through_a_helper(client, x):
+    return fast(client, x)
+
+
+def test_a_candidate_calling_a_helper_counts_the_helpers_kernels_and_code():
+    (via_helper,) = cj.Tuner(
+        "helper", key=size_key, candidates=[cj.Tunable("f", _launch_through_a_helper)]
+    ).identities()
+    (direct,) = cj.Tuner("helper", key=size_key, candidates=[cj.Tunable("f", fast)]).identities()
+    assert via_helper.kernels == direct.kernels
+    assert via_helper.code != direct.code

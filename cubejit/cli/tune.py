@@ -61,7 +61,8 @@ def register(commands: Any) -> None:
         "show",
         help="show a tuner's decisions with every candidate's times",
         description="Each decision of tuner NAME: its key and device, where and when it was "
-        "tuned, and every candidate's outcome, runs, median and best time, or its error.",
+        "tuned, and every candidate's outcome, runs, median and best time, the kernels it "
+        "launched, or its error.",
     )
     show.add_argument("name", metavar="NAME", help="the tuner's name")
     show.set_defaults(run=run_show)
@@ -165,7 +166,7 @@ def run_show(args: argparse.Namespace) -> int:
         out.print(
             table(
                 None,
-                ("candidate", "outcome", "runs", "median", "best", "error"),
+                ("candidate", "outcome", "runs", "median", "best", "launched", "error"),
                 (
                     (
                         c.name,
@@ -173,6 +174,7 @@ def run_show(args: argparse.Namespace) -> int:
                         str(len(c.times_ns)),
                         _seconds(c.median_s),
                         _seconds(c.best_s),
+                        ", ".join(k.split("#")[0] for k in c.launched),
                         c.error or "",
                     )
                     for c in d.candidates

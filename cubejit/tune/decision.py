@@ -44,6 +44,8 @@ class CandidateTimes:
     """Its identity's parts: ``name``, ``kernels`` and ``code`` digests."""
     error: str | None = None
     """For a failed candidate, ``"ErrorType: message"``."""
+    launched: tuple[str, ...] = ()
+    """The kernels its first run launched, as ``str(KernelId)`` prints them."""
 
     @property
     def median_s(self) -> float | None:
@@ -68,6 +70,7 @@ class CandidateTimes:
             "times_ns": list(self.times_ns),
             "identity": self.identity,
             "error": self.error,
+            "launched": list(self.launched),
         }
 
 
@@ -136,6 +139,7 @@ class Decision:
                     times_ns=tuple(int(t) for t in c["times_ns"]),
                     identity=dict(c["identity"]),
                     error=None if c.get("error") is None else str(c["error"]),
+                    launched=tuple(str(k) for k in c.get("launched", ())),
                 )
                 for c in header["candidates"]
             )

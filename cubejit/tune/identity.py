@@ -14,6 +14,10 @@ from a run:
 - and that function's own code: its bytecode, constants and the plain values it reads
   (``BLOCK = 256`` at module level), so that editing ``256`` into ``128`` in a lambda re-tunes.
 
+The first run of each candidate while tuning (its warm-up) goes through a
+:class:`LaunchRecorder`: the ids of the kernels it really launched are kept in the decision,
+and a kernel the identity did not count is named in a WARNING, with what to declare.
+
 The bytecode is Python's, so another Python version tunes again. A kernel reached only through
 an object the walk cannot see into (a method of a class instance) is missed unless declared:
 declare it, and a change to its source re-tunes.
@@ -157,3 +161,22 @@ class _Walk:
             self.kernels.add(kernel_part(value))
         elif isinstance(value, types.FunctionType | functools.partial | types.MethodType):
             self.visit(value, depth)
+
+
+class LaunchRecorder:
+    """A client as a candidate's warm-up sees it: the same client, which also keeps the id of
+    every kernel launched through it, so that a kernel the identity missed can be named."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self.launched: list[KernelId] = []
+        """The ids of the kernels launched, in order, each once."""
+
+    def launch(self, spec: Any, cube_count: Any, args: tuple[Any, ...]) -> Any:
+        kernel_id = spec.id()
+        if kernel_id not in self.launched:
+            self.launched.append(kernel_id)
+        return self._client.launch(spec, cube_count, args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)

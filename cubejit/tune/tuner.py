@@ -21,14 +21,14 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from cubejit import config
 from cubejit.compile.id import stable_digest
 from cubejit.errors import CubejitError, TuneError
 from cubejit.tune.decision import CandidateTimes, Decision, Outcome
-from cubejit.tune.identity import CandidateIdentity, identify
+from cubejit.tune.identity import CandidateIdentity, LaunchRecorder, identify
 from cubejit.tune.keys import canonical_key, jsonable_key
 from cubejit.tune.timing import clock_for, copy_arguments, measure
 
@@ -105,6 +105,7 @@ class Tuner:
         self._identities: tuple[CandidateIdentity, ...] | None = None
         self._checksum: str | None = None
         self._last_client: Any = None
+        self._warned: set[tuple[str, str]] = set()
 
     def __repr__(self) -> str:
         return f"<cj.Tuner {self.name} ({len(self.candidates)} candidates)>"
@@ -233,10 +234,13 @@ class Tuner:
         clock = clock_for(client)
         spent = 0.0
         leader = float("inf")
-        results: list[tuple[str, Outcome | None, list[int], str | None]] = []
+        results: list[CandidateTimes] = []
+        identities = {i.name: i for i in self.identities()}
         runs_before = self.timed_runs
         for index, candidate in enumerate(self.candidates):
             copies = copy_arguments(client, args)
+            identity = identities[candidate.name]
+            recorder = LaunchRecorder(client)
 
             def run(
                 fn: Callable[..., object] = candidate.fn, copies: tuple[Any, ...] = copies
@@ -244,42 +248,40 @@ class Tuner:
                 return fn(client, *copies)
 
             try:
-                run()
+                candidate.fn(recorder, *copies)
                 client.sync()
                 share = max(0.0, budget - spent) / (len(self.candidates) - index)
                 timing_started = time.perf_counter()
                 measured = measure(clock, run, share, leader)
                 spent += time.perf_counter() - timing_started
             except Exception as e:  # a candidate that fails is skipped, its error kept
-                log.info(
-                    "tuner %s: candidate %r failed for key %r: %s",
-                    self.name,
-                    candidate.name,
-                    key,
-                    e,
+                log.info("tuner %s: candidate %r failed: %s", self.name, candidate.name, e)
+                error = f"{type(e).__name__}: {e}"
+                results.append(
+                    CandidateTimes(candidate.name, Outcome.FAILED, (), identity.as_json(), error)
                 )
-                results.append((candidate.name, Outcome.FAILED, [], f"{type(e).__name__}: {e}"))
                 continue
+            self._check_launched(identity, recorder)
             self.timed_runs += len(measured.times_ns)
-            outcome = Outcome.DROPPED if measured.dropped else None
             if not measured.dropped:
                 leader = min(leader, measured.median)
-            results.append((candidate.name, outcome, measured.times_ns, None))
-        winner = self._winner(results)
-        if winner is None:
-            errors = "; ".join(f"{name}: {error}" for name, _, _, error in results)
-            raise TuneError(f"tuner {self.name}: every candidate failed for key {key!r}: {errors}")
-        self.tunings += 1
-        identities = {i.name: i.as_json() for i in self.identities()}
-        candidates = tuple(
-            CandidateTimes(
-                name=name,
-                outcome=outcome or (Outcome.WON if name == winner else Outcome.TIMED),
-                times_ns=tuple(times),
-                identity=identities[name],
-                error=error,
+            results.append(
+                CandidateTimes(
+                    candidate.name,
+                    Outcome.DROPPED if measured.dropped else Outcome.TIMED,
+                    tuple(measured.times_ns),
+                    identity.as_json(),
+                    launched=tuple(str(k) for k in recorder.launched),
+                )
             )
-            for name, outcome, times, error in results
+        timed = [c for c in results if c.outcome is Outcome.TIMED and c.times_ns]
+        if not timed:
+            errors = "; ".join(f"{c.name}: {c.error or 'dropped'}" for c in results)
+            raise TuneError(f"tuner {self.name}: every candidate failed for key {key!r}: {errors}")
+        winner = min(timed, key=lambda c: c.median_s or 0.0).name
+        self.tunings += 1
+        candidates = tuple(
+            replace(c, outcome=Outcome.WON) if c.name == winner else c for c in results
         )
         tuning_s = time.perf_counter() - started
         decision = Decision(
@@ -311,18 +313,21 @@ class Tuner:
         )
         return decision
 
-    @staticmethod
-    def _winner(results: list[tuple[str, Outcome | None, list[int], str | None]]) -> str | None:
-        best: tuple[float, str] | None = None
-        for name, outcome, times, _ in results:
-            if outcome is not None or not times:
-                continue
-            ordered = sorted(times)
-            middle = len(ordered) // 2
-            median = (ordered[middle] + ordered[~middle]) / 2
-            if best is None or median < best[0]:
-                best = (median, name)
-        return None if best is None else best[1]
+    def _check_launched(self, identity: CandidateIdentity, recorder: LaunchRecorder) -> None:
+        """Warns once per candidate about a kernel it launched that its identity does not
+        count: a change to that kernel would not tune again."""
+        known = {name for name, _ in identity.kernels}
+        for kernel_id in recorder.launched:
+            if kernel_id.name not in known and (identity.name, kernel_id.name) not in self._warned:
+                self._warned.add((identity.name, kernel_id.name))
+                log.warning(
+                    "tuner %s: candidate %r launched kernel %s, which its launch function does "
+                    "not name; declare it (cj.Tunable(..., kernels=[...])) so that a change to "
+                    "it makes the tuner tune again",
+                    self.name,
+                    identity.name,
+                    kernel_id.name,
+                )
 
     # Keys and stores.
 

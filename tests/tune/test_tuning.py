@@ -7,6 +7,7 @@ import pytest
 from tune_kernels import (
     fast,
     fast_wide,
+    plus_one,
     plus_one_ill_typed,
     plus_one_tuner,
     size_key,
@@ -205,3 +206,31 @@ def test_a_candidate_calling_a_helper_counts_the_helpers_kernels_and_code():
     (direct,) = cj.Tuner("helper", key=size_key, candidates=[cj.Tunable("f", fast)]).identities()
     assert via_helper.kernels == direct.kernels
     assert via_helper.code != direct.code
+
+
+class _HiddenLauncher:
+    """Launches ``plus_one`` through an attribute, where the identity's walk cannot see it."""
+
+    def __init__(self) -> None:
+        self.kernel = plus_one
+
+    def __call__(self, client, x):
+        return self.kernel.launch(client, cj.cdiv(x.size, 64), 64, x, spin=0)
+
+
+def test_a_kernel_launched_but_not_counted_is_recorded_and_named_in_a_warning(client, caplog):
+    tuner = cj.Tuner("hidden", key=size_key, candidates=[cj.Tunable("hidden", _HiddenLauncher())])
+    tuner.launch(client, random(100))
+    (hidden,) = tuner.decision(random(100)).candidates
+    assert [k.split("[")[0] for k in hidden.launched] == ["tune_kernels.plus_one"]
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert any("launched kernel tune_kernels.plus_one" in w and "declare it" in w for w in warnings)
+
+    caplog.clear()
+    declared = cj.Tuner(
+        "declared",
+        key=size_key,
+        candidates=[cj.Tunable("hidden", _HiddenLauncher(), kernels=[plus_one])],
+    )
+    declared.launch(client, random(100))
+    assert not [r for r in caplog.records if "declare it" in r.getMessage()]

@@ -51,10 +51,11 @@ class Claim(enum.Enum):
 def device_fingerprint(client: Any) -> str:
     """What decisions measured on ``client``'s device are valid for (see the module text)."""
     if getattr(client, "backend", "cpu") == "cuda":
-        from cubejit.backends.cuda.target import fingerprint
+        from cubejit.backends.cuda import nvrtc
 
         name = re.sub(r"[^A-Za-z0-9._-]+", "_", str(client.limits.name))
-        return f"cuda-{client.arch}-{name}-{fingerprint(client.limits.compute_capability)}"
+        major, minor = nvrtc.version()
+        return f"cuda-{client.arch}-{name}-nvrtc{major}.{minor}"
     from cubejit.backends.cpu.fingerprint import compile_flags, compiler_identity, host_cpu
     from cubejit.config import settings
 

@@ -59,6 +59,8 @@ def test_tune_clear_forgets_a_tuners_decisions_and_they_are_tuned_again(
     assert "forgot 2 tuning decisions of 'plus one'" in cubejit("tune", "clear", "plus one").stdout
     assert "no tuning decisions" in cubejit("tune", "list").stdout
     assert '"tuned": [128, 1024]' in tune(root)
+    assert "forgot 2 tuning decisions in" in cubejit("tune", "clear").stdout
+    assert "no tuning decisions" in cubejit("tune", "list").stdout
 
 
 def test_tune_show_of_an_unknown_tuner_is_an_error_naming_the_known_ones(

@@ -8,7 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cli_runner import Cubejit
+import pytest
+from cli_runner import Cubejit, command
 
 TUNE_HOST = Path(__file__).parents[1] / "tune" / "tune_host.py"
 
@@ -30,22 +31,27 @@ def tune(root: Path, *options: str, sizes: tuple[int, ...] = (100, 1000)) -> str
     return done.stdout
 
 
-def test_tune_list_and_show_give_each_decision_with_every_candidates_times(
-    cubejit: Cubejit, tmp_path: Path
-):
-    tune(tmp_path / "root")
-    listing = cubejit("tune", "list").stdout
+@pytest.fixture(scope="module")
+def tuned(tmp_path_factory: pytest.TempPathFactory) -> Cubejit:
+    """The command on a root where ``plus one`` was tuned for two keys, for tests that only
+    read it."""
+    root = tmp_path_factory.mktemp("tuned") / "root"
+    tune(root)
+    return command(root, root.parent)
+
+
+def test_tune_list_and_show_give_each_decision_with_every_candidates_times(tuned: Cubejit):
+    listing = tuned("tune", "list").stdout
     assert "2 tuning decisions" in listing
     assert "[128]" in listing and "[1024]" in listing
-    shown = cubejit("tune", "show", "plus one").stdout
+    shown = tuned("tune", "show", "plus one").stdout
     assert shown.count("plus one for key") == 2
     assert shown.count(" won;") == 2
     assert "slow" in shown and "fast" in shown and "timed runs" in shown
 
 
-def test_records_hold_each_tuning_with_its_runs_and_seconds(cubejit: Cubejit, tmp_path: Path):
-    tune(tmp_path / "root")
-    shown = cubejit("records").stdout
+def test_records_hold_each_tuning_with_its_runs_and_seconds(tuned: Cubejit):
+    shown = tuned("records").stdout
     assert "2 tunings" in shown
     assert shown.count("plus one") == 2
     assert "slow " in shown and " won x" in shown
@@ -63,11 +69,8 @@ def test_tune_clear_forgets_a_tuners_decisions_and_they_are_tuned_again(
     assert "no tuning decisions" in cubejit("tune", "list").stdout
 
 
-def test_tune_show_of_an_unknown_tuner_is_an_error_naming_the_known_ones(
-    cubejit: Cubejit, tmp_path: Path
-):
-    tune(tmp_path / "root", sizes=(100,))
-    done = cubejit("tune", "show", "nobody", check=False)
+def test_tune_show_of_an_unknown_tuner_is_an_error_naming_the_known_ones(tuned: Cubejit):
+    done = tuned("tune", "show", "nobody", check=False)
     assert done.returncode == 1
     assert "no tuning decision of a tuner named 'nobody'" in done.stderr
     assert "tuners with decisions: plus one" in done.stderr

@@ -56,18 +56,11 @@ def device_fingerprint(client: Any) -> str:
         name = re.sub(r"[^A-Za-z0-9._-]+", "_", str(client.limits.name))
         major, minor = nvrtc.version()
         return f"cuda-{client.arch}-{name}-nvrtc{major}.{minor}"
-    from cubejit.backends.cpu.fingerprint import compile_flags, compiler_identity, host_cpu
-    from cubejit.config import settings
+    from cubejit.backends.cpu.fingerprint import Toolchain, host_cpu
 
-    own = settings()
+    toolchain = Toolchain.from_settings()
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    parts = [
-        ("machine", platform.machine()),
-        ("host_cpu", host_cpu()),
-        ("compiler", compiler_identity(own.cc)),
-        ("flags", " ".join(compile_flags(own))),
-        ("cpus", cpus),
-    ]
+    parts = [*toolchain.fingerprint_parts(), ("host", host_cpu()), ("cpus", str(cpus))]
     return f"cpu-{platform.machine()}-{cpus}cpu-{stable_digest(parts)[:16]}"
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import assert_never
 
 from cubejit.backends.cstyle_helpers import helper_definitions
+from cubejit.backends.cstyle_ops import ARITH, COMPARE, FLOAT_MATH, WRAPPING
 from cubejit.errors import UnsupportedError
 from cubejit.ir import nodes as ir
 from cubejit.ir.traversal import walk_exprs
@@ -30,62 +31,6 @@ from cubejit.ir.types import Kind, Scalar, f32, f64, i64, round_float, u32, u64
 from cubejit.ir.types import bool_ as bool_t
 
 INDENT = "    "
-
-_ARITH = {
-    ir.BinaryOp.ADD: "+",
-    ir.BinaryOp.SUB: "-",
-    ir.BinaryOp.MUL: "*",
-    ir.BinaryOp.DIV: "/",
-    ir.BinaryOp.BITAND: "&",
-    ir.BinaryOp.BITOR: "|",
-    ir.BinaryOp.BITXOR: "^",
-    ir.BinaryOp.SHL: "<<",
-    ir.BinaryOp.SHR: ">>",
-}
-_COMPARE = {
-    ir.BinaryOp.EQ: "==",
-    ir.BinaryOp.NE: "!=",
-    ir.BinaryOp.LT: "<",
-    ir.BinaryOp.LE: "<=",
-    ir.BinaryOp.GT: ">",
-    ir.BinaryOp.GE: ">=",
-    ir.BinaryOp.AND: "&&",
-    ir.BinaryOp.OR: "||",
-}
-_FLOAT_MATH = {
-    ir.MathFn.SQRT: "sqrt",
-    ir.MathFn.EXP: "exp",
-    ir.MathFn.LOG: "log",
-    ir.MathFn.SIN: "sin",
-    ir.MathFn.COS: "cos",
-    ir.MathFn.TAN: "tan",
-    ir.MathFn.TANH: "tanh",
-    ir.MathFn.ERF: "erf",
-    ir.MathFn.FLOOR: "floor",
-    ir.MathFn.CEIL: "ceil",
-    ir.MathFn.ABS: "fabs",
-    ir.MathFn.MIN: "fmin",
-    ir.MathFn.MAX: "fmax",
-    ir.MathFn.POW: "pow",
-    ir.MathFn.FMA: "fma",
-    ir.MathFn.ATAN2: "atan2",
-    ir.MathFn.ASIN: "asin",
-    ir.MathFn.ACOS: "acos",
-    ir.MathFn.ATAN: "atan",
-    ir.MathFn.SINH: "sinh",
-    ir.MathFn.COSH: "cosh",
-    ir.MathFn.ASINH: "asinh",
-    ir.MathFn.ACOSH: "acosh",
-    ir.MathFn.ATANH: "atanh",
-    ir.MathFn.ROUND: "rint",
-    ir.MathFn.TRUNC: "trunc",
-    ir.MathFn.EXP2: "exp2",
-    ir.MathFn.LOG2: "log2",
-    ir.MathFn.HYPOT: "hypot",
-}
-_WRAPPING = frozenset((ir.BinaryOp.ADD, ir.BinaryOp.SUB, ir.BinaryOp.MUL))
-"""Integer operators C computes in ``int`` (small types) or may not wrap (signed): computed
-in an unsigned type and converted back, so every integer type wraps, as numpy's do."""
 
 
 def param_name(name: str) -> str:
@@ -449,7 +394,7 @@ class _Walker:
         return self.narrow(f"({symbol}{operand})", e.type)
 
     def wrapping(self, symbol: str, lhs: str, rhs: str, t: Scalar) -> str:
-        """``lhs symbol rhs`` on integers of ``t``, wrapping (see ``_WRAPPING``)."""
+        """``lhs symbol rhs`` on integers of ``t``, wrapping (see ``WRAPPING``)."""
         if t.kind is Kind.UINT and t.bits >= 32:
             return f"({lhs} {symbol} {rhs})"
         wide = self.d.type_name(u64 if t.bits == 64 else u32)
@@ -471,8 +416,8 @@ class _Walker:
     def binary(self, e: ir.Binary) -> str:
         lhs, rhs = self.expr(e.lhs), self.expr(e.rhs)
         op = e.op
-        if op in _COMPARE:
-            return f"({lhs} {_COMPARE[op]} {rhs})"
+        if op in COMPARE:
+            return f"({lhs} {COMPARE[op]} {rhs})"
         t = e.type
         if op in (ir.BinaryOp.FLOORDIV, ir.BinaryOp.MOD):
             return self.call("floordiv" if op is ir.BinaryOp.FLOORDIV else "mod", t, [lhs, rhs])
@@ -482,9 +427,9 @@ class _Walker:
             return self.call("pow", t, [lhs, self.d.cast(rhs, e.rhs.type, i64)])
         if op in (ir.BinaryOp.SHL, ir.BinaryOp.SHR):
             return self.shift(e, lhs, rhs)
-        if op in _WRAPPING and t.is_int:
-            return self.wrapping(_ARITH[op], lhs, rhs, t)
-        return self.narrow(f"({lhs} {_ARITH[op]} {rhs})", t)
+        if op in WRAPPING and t.is_int:
+            return self.wrapping(ARITH[op], lhs, rhs, t)
+        return self.narrow(f"({lhs} {ARITH[op]} {rhs})", t)
 
     def float_math(self, base: str, t: Scalar, args: list[str]) -> str:
         compute = self.d.math_type(t)
@@ -497,7 +442,7 @@ class _Walker:
         args = [self.expr(a) for a in e.args]
         t = e.type
         if t.is_float:
-            return self.float_math(_FLOAT_MATH[e.fn], t, args)
+            return self.float_math(FLOAT_MATH[e.fn], t, args)
         if e.fn is ir.MathFn.ABS:
             return args[0] if t.kind is Kind.UINT else self.call("abs", t, args)
         if e.fn in (ir.MathFn.MIN, ir.MathFn.MAX):

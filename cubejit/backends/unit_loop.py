@@ -13,8 +13,9 @@ the unit straight-line code. It asks the IR's traits (:mod:`cubejit.ir.traits`) 
 exact: every statement before the guard must be local to the unit (it writes no buffer, waits
 for no other unit, never leaves), so a unit the guard stops did nothing observable; and the
 guarded work must neither synchronise nor need its cube or plane converged, since the units
-past the bound no longer run at all. The bound must be :attr:`~cubejit.ir.uniformity.Uniform.
-LAUNCH`-uniform (:mod:`cubejit.ir.uniformity`) and read no buffer, as the launch computes it once.
+past the bound no longer run at all. The bound must be the same for the whole launch, as the
+uniformity analysis (:mod:`cubejit.ir.uniformity`) says, and read no buffer and no position:
+the launch computes it once, before any unit runs.
 """
 
 from __future__ import annotations

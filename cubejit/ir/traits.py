@@ -16,7 +16,7 @@ from __future__ import annotations
 import enum
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import assert_never
 
 from cubejit.ir import nodes as ir
@@ -149,12 +149,11 @@ def own_traits(s: ir.Stmt, values: Mapping[str, Value]) -> Traits:
     """What ``s`` itself does: its own effect and the expressions it evaluates, without the
     statements of its nested blocks."""
     reads = frozenset(_access(values, name) for e in operands(s) for name in _buffers_read(e))
-    effect = _effect(s, values)
-    return Traits(reads, effect.writes, effect.assigns, exits=effect.exits)
+    return replace(_effect(s, values), reads=reads)
 
 
 def _effect(s: ir.Stmt, values: Mapping[str, Value]) -> Traits:
-    """What ``s`` itself does besides evaluating its expressions."""
+    """What ``s`` itself does besides evaluating its expressions (its ``reads`` are empty)."""
     if isinstance(s, ir.Assign):
         return Traits(assigns=frozenset((s.name,)))
     if isinstance(s, ir.Store):
@@ -185,15 +184,7 @@ def traits(s: ir.Stmt, values: Mapping[str, Value]) -> Traits:
             result = result.join(block_traits(inner, values))
     elif isinstance(s, ir.RangeFor | ir.While):
         body = block_traits(s.body, values)
-        kept = Traits(
-            body.reads,
-            body.writes,
-            body.assigns,
-            body.synchronises,
-            body.converged,
-            body.exits - _LOOP_EXITS,
-        )
-        result = result.join(kept)
+        result = result.join(replace(body, exits=body.exits - _LOOP_EXITS))
     elif not isinstance(s, ir.Assign | ir.Store | ir.Break | ir.Continue | ir.Return):
         assert_never(s)
     return result

@@ -8,10 +8,10 @@ the width or more gives 0, or -1 for a negative shifted right). Floats are compu
 scalar types, whose arithmetic is IEEE's; ``f16`` and ``bf16`` values are computed in ``f32``
 and rounded once to their type, as the backends do.
 
-Integer constants stay exact (Python ints): an untyped constant has no width to wrap in, so a
-result that does not fit the type it later takes is a compile error rather than a silent wrap.
-Outside ``-2**63`` to ``2**64 - 1`` a constant fits no integer of the language and is refused
-at once.
+An integer constant folded from others is computed again in the type it takes (wrapping, as
+the generated code would); a constant written in the source (or a comptime value) must fit
+that type. A comptime value or ``cj.unroll`` bound outside ``-2**63`` to ``2**64 - 1`` fits no
+integer of the language and is refused.
 """
 
 from __future__ import annotations
@@ -30,7 +30,11 @@ from cubejit.lang.source import Problem
 INT_LIMIT = 1 << 64
 """Integer constants lie in ``[-2**63, INT_LIMIT)``: every value of ``i64`` and ``u64``."""
 
-_DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
+_DTYPES: dict[str, type[np.floating]] = {
+    "f16": np.float16,
+    "f32": np.float32,
+    "f64": np.float64,
+}
 
 _UNARY_MATH = {
     MathFn.SQRT: np.sqrt,
@@ -141,37 +145,53 @@ def check_int(value: int, text: object) -> int:
 
 
 def int_binary(op: BinaryOp, a: int, b: int, text: object) -> int | bool:
-    """``a op b`` on exact integers, by the language's rules where C and Python differ."""
+    """``a op b`` on integers, by the language's rules where C and Python differ: exact while
+    the result stays within 128 bits, and modulo ``2**128`` past them (what a type of 64 bits
+    or fewer keeps of it is the same; a value that large fits no integer of the language)."""
     if op is BinaryOp.FLOORDIV:
-        return 0 if b == 0 else a // b
+        return 0 if b == 0 else _wide(a // b)
     if op is BinaryOp.MOD:
         return 0 if b == 0 else a % b
     if op is BinaryOp.SHL:
-        if b < 0 or (b >= 128 and a != 0):
-            return 0 if b < 0 else check_int(1 << 128, text)
-        return check_int(a << b, text)
+        return 0 if not 0 <= b < 128 else _wide(a << b)
     if op is BinaryOp.SHR:
-        if b < 0:
-            return -1 if a < 0 else 0
-        return a >> b
+        return (-1 if a < 0 else 0) if not 0 <= b < 128 else a >> b
     if op is BinaryOp.POW:
-        return _int_pow(a, b, text)
+        return _int_pow(a, b) if b < 0 else _wide(pow(a, b, 1 << 128))
     result = _INT_OPS[op](a, b)
-    return result if isinstance(result, bool) else check_int(result, text)
+    return result if isinstance(result, bool) else _wide(result)
 
 
-def _int_pow(a: int, b: int, text: object) -> int:
-    """Integer ``a ** b``; a negative exponent gives what the backends give: 1 for a base of 1,
-    ±1 for -1, else 0."""
-    if b < 0:
-        return 1 if a == 1 else (-1 if b % 2 else 1) if a == -1 else 0
-    if a in (0, 1, -1) or b <= 128:
-        return check_int(a**b, text)
-    return check_int(INT_LIMIT, text)
+def _wide(value: int) -> int:
+    """``value`` reduced into the signed 128-bit range."""
+    value &= (1 << 128) - 1
+    return value - (1 << 128) if value >> 127 else value
+
+
+def _int_pow(a: int, b: int) -> int:
+    """Integer ``a ** b`` for a negative ``b``: what the backends give, 1 for a base of 1, ±1
+    for -1, else 0."""
+    return 1 if a == 1 else (-1 if b % 2 else 1) if a == -1 else 0
 
 
 def int_unary(op: UnaryOp, a: int, text: object) -> int:
-    return check_int(-a if op is UnaryOp.NEG else ~a, text)
+    return _wide(-a if op is UnaryOp.NEG else ~a)
+
+
+def typed_int_binary(op: BinaryOp, a: int, b: int, t: Scalar) -> int:
+    """``a op b`` for operands of the integer type ``t``, as the generated code computes it:
+    wrapping, with numpy's shifts and the language's ``//`` and ``%`` by zero."""
+    if op in (BinaryOp.SHL, BinaryOp.SHR):
+        if not 0 <= b < t.bits:
+            return -1 if op is BinaryOp.SHR and a < 0 else 0
+        return wrap_int(a << b, t) if op is BinaryOp.SHL else a >> b
+    if op is BinaryOp.POW:
+        if b < 0:
+            return _int_pow(a, b)
+        return wrap_int(pow(a, b, 1 << t.bits), t)
+    if op in (BinaryOp.FLOORDIV, BinaryOp.MOD):
+        return wrap_int(int_binary(op, a, b, ""), t)
+    return wrap_int(int(_INT_OPS[op](a, b)), t)
 
 
 def float_to_int(value: float, t: Scalar) -> int:

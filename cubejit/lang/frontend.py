@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from cubejit.ir.nodes import KernelIR, Local, Param
 from cubejit.ir.types import ArrayType, Scalar, TensorType
 from cubejit.lang.annotations import ParamAnnotation
+from cubejit.lang.builder import Retranslate
 from cubejit.lang.folding import check_int
 from cubejit.lang.frame import ConstBinding, Frame, LocalBinding
 from cubejit.lang.source import Problem, PySource
@@ -36,7 +37,23 @@ def translate(
     params = tuple(
         Param(name, t) for name, t in signature if isinstance(t, Scalar | ArrayType | TensorType)
     )
-    translator = Translator(source.name, params)
+    retyped: dict[str, Scalar] = {}
+    while True:
+        try:
+            return _attempt(source, signature, comptime, params, retyped)
+        except Retranslate as again:
+            retyped = again.types
+
+
+def _attempt(
+    source: PySource,
+    signature: list[tuple[str, ParamAnnotation]],
+    comptime: Mapping[str, bool | int | float],
+    params: tuple[Param, ...],
+    retyped: dict[str, Scalar],
+) -> KernelIR:
+    """One translation, with the locals in ``retyped`` declared in those types."""
+    translator = Translator(source.name, params, retyped)
     frame = Frame(source, "", source.assigned)
     for name, t in signature:
         if isinstance(t, ArrayType | TensorType):

@@ -33,9 +33,9 @@ class MathMarker:
 
     def __call__(self, *args: Any) -> Any:
         if self.takes_ints and all(isinstance(a, int) for a in args):
-            return {MathFn.ABS: builtins.abs, MathFn.MIN: builtins.min}.get(self.fn, builtins.max)(
-                *args
-            )
+            if self.fn is MathFn.ABS:
+                return builtins.abs(args[0])
+            return builtins.min(args) if self.fn is MathFn.MIN else builtins.max(args)
         if self.arity == -1:
             return functools.reduce(lambda a, b: float_math(self.fn, [a, b], f64), args)
         return float_math(self.fn, [float(a) for a in args], f64)

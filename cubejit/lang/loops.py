@@ -170,15 +170,14 @@ class LoopRules(CallRules):
         for position, value in enumerate(indices):
             frame.env[name] = ConstBinding(Literal(value), "unroll")
             raised = len(frame.raised)
+            before = None if frame.defined is None else set(frame.defined)
             start_block, start = self.block, len(self.block)
             returned = self.loop_body(node.body, loop)
-            if loop.continue_flag is not None:
-                start_block.insert(start, Assign(loop.continue_flag, Const(False, bool_)))
-                frame.raised[raised:] = [
-                    f for f in frame.raised[raised:] if f != loop.continue_flag
-                ]
-                if frame.defined is None:
-                    frame.defined = set()
+            skip = loop.continue_flag
+            if skip is not None:
+                start_block.insert(start, Assign(skip, Const(False, bool_)))
+                frame.raised[raised:] = [f for f in frame.raised[raised:] if f != skip]
+                frame.defined = meet(before, frame.defined)
             if returned:
                 return True
             flags = list(dict.fromkeys(frame.raised[raised:]))

@@ -4,7 +4,8 @@ Two constants fold as the generated code computes (:mod:`~cubejit.lang.folding`)
 untyped (so ``N * 2`` of a comptime ``N`` is still a constant). Otherwise the operands get one
 type by :func:`~cubejit.lang.values.unify` and the operator must make sense for it: arithmetic on
 numbers, ``/`` on floats, bit operations on integers, ``and``/``or``/``not`` on bools.
-Nothing is ever widened or converted silently.
+Nothing is ever widened or converted silently, but for one exactness: a comparison of a signed
+with an unsigned integer compares their values.
 """
 
 from __future__ import annotations
@@ -20,10 +21,11 @@ from cubejit.ir.nodes import (
     Expr,
     Math,
     MathFn,
+    Select,
     Unary,
     UnaryOp,
 )
-from cubejit.ir.types import SCALARS, Kind, Scalar, bool_, f32
+from cubejit.ir.types import SCALARS, Kind, Scalar, bool_, f32, i64, u64
 from cubejit.lang.folding import (
     float_binary,
     float_math,
@@ -87,7 +89,8 @@ def fold_binary(op: BinaryOp, lhs: Literal, rhs: Literal, text: Spelling) -> Lit
         return Literal(result, None if isinstance(result, bool) else (op, (lhs, rhs)))
     if not numeric:
         return Literal(a == b if op is BinaryOp.EQ else a != b)
-    return Literal(int_binary(op, int(a), int(b), text))
+    result = int_binary(op, int(a), int(b), text)
+    return Literal(result, None if isinstance(result, bool) else (op, (lhs, rhs)))
 
 
 def binary(op: BinaryOp, lhs: Scalarish, rhs: Scalarish, text: Spelling) -> Scalarish:
@@ -103,10 +106,38 @@ def binary(op: BinaryOp, lhs: Scalarish, rhs: Scalarish, text: Spelling) -> Scal
             a, b = unify([lhs, rhs], text.quote())
         else:
             a, b = lhs, rhs
+    elif op.is_comparison and _mixed_signs(lhs, rhs):
+        return _exact_comparison(op, lhs, rhs)  # type: ignore[arg-type]
     else:
         a, b = unify([lhs, rhs], text.quote())
     _check_operands(op, a.type, b.type, text)
     return Binary(op, a, b, bool_ if op.is_comparison else a.type)
+
+
+def _mixed_signs(lhs: Scalarish, rhs: Scalarish) -> bool:
+    """Whether a comparison is between a signed and an unsigned integer (both typed)."""
+    if isinstance(lhs, Literal) or isinstance(rhs, Literal):
+        return False
+    return {lhs.type.kind, rhs.type.kind} == {Kind.INT, Kind.UINT}
+
+
+def _exact_comparison(op: BinaryOp, lhs: Expr, rhs: Expr) -> Expr:
+    """A signed and an unsigned integer compared by their values: both widened to ``i64``,
+    or, when one is 64 bits wide, a negative signed side decides alone and the others compare
+    as ``u64``."""
+    if max(lhs.type.bits, rhs.type.bits) < 64:
+        return Binary(op, _widen(lhs, i64), _widen(rhs, i64), bool_)
+    signed = lhs if lhs.type.kind is Kind.INT else rhs
+    signed_is_less = op in (BinaryOp.LT, BinaryOp.LE, BinaryOp.NE)
+    signed_is_more = op in (BinaryOp.GT, BinaryOp.GE, BinaryOp.NE)
+    when_negative = signed_is_less if signed is lhs else signed_is_more
+    negative = Binary(BinaryOp.LT, signed, Const(0, signed.type), bool_)
+    unsigned = Binary(op, _widen(lhs, u64), _widen(rhs, u64), bool_)
+    return Select(negative, Const(when_negative, bool_), unsigned, bool_)
+
+
+def _widen(value: Expr, t: Scalar) -> Expr:
+    return value if value.type == t else Cast(value, t)
 
 
 def unary(op: UnaryOp, operand: Scalarish, text: Spelling) -> Scalarish:
@@ -128,7 +159,7 @@ def unary(op: UnaryOp, operand: Scalarish, text: Spelling) -> Scalarish:
             return Literal(not v)
         if isinstance(v, float):
             return Literal(-operand.float_in(f32), (op, (operand,)))
-        return Literal(int_unary(op, int(v), text))
+        return Literal(int_unary(op, int(v), text), (op, (operand,)))
     return Unary(op, operand, operand.type)
 
 
@@ -160,7 +191,9 @@ def bitcast(value: Scalarish, t: Scalar, text: Spelling) -> Expr:
         if source is None:
             raise Problem(f"`{text}`: a constant has no type {t.bits} bits wide; cast it first")
         value = coerce(value, source, text.quote())
-    if value.type.kind is Kind.BOOL or value.type.bits != t.bits:
+    if value.type.kind is Kind.BOOL:
+        raise Problem(f"cj.bitcast does not take bools, in `{text}`")
+    if value.type.bits != t.bits:
         raise Problem(
             f"cj.bitcast keeps the width: {value.type} ({value.type.bits} bits) cannot be read "
             f"as {t} ({t.bits} bits), in `{text}`"

@@ -8,6 +8,7 @@ a ``return``, ``break`` or ``continue`` are never run by Python and are not tran
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Callable
 
 from cubejit.ir.nodes import (
@@ -30,6 +31,7 @@ from cubejit.ir.nodes import (
     While,
 )
 from cubejit.ir.types import Scalar, TensorType, bool_
+from cubejit.lang.builder import Retranslate
 from cubejit.lang.calls import CallRules
 from cubejit.lang.expressions import BINARY_OPS, tensor_index_nodes
 from cubejit.lang.frame import ConstBinding, LocalBinding
@@ -45,6 +47,7 @@ from cubejit.lang.values import (
     Value,
     coerce,
     contains_load,
+    exact_in,
     typed,
 )
 
@@ -63,8 +66,9 @@ class StatementRules(LoopRules, CallRules):
                 frame.defined = None
                 return ending == RETURNED
             flags = list(dict.fromkeys(frame.raised[raised:]))
-            if flags and index + 1 < len(stmts):
-                return self.guarded(flags, lambda rest=stmts[index + 1 :]: self.block_of(rest))
+            rest = stmts[index + 1 :]
+            if flags and rest:
+                return self.guarded(flags, functools.partial(self.block_of, rest))
         return False
 
     def guarded(self, flags: list[str], translate: Callable[[], bool]) -> bool:
@@ -241,18 +245,33 @@ class StatementRules(LoopRules, CallRules):
         if frame.defined is not None:
             frame.defined.add(name)
         if isinstance(binding, LocalBinding):
+            literal = self.from_literal.get(binding.ir_name)
+            if (
+                literal is not None
+                and not isinstance(scalar, Literal)
+                and scalar.type != binding.type
+                and binding.ir_name not in self.retyped
+                and exact_in(literal, scalar.type)
+            ):
+                raise Retranslate({**self.retyped, binding.ir_name: scalar.type})
             self.emit(Assign(binding.ir_name, coerce(scalar, binding.type, f"`{name}`")))
             return
-        expr = typed(scalar)
-        ir_name = self.declare(frame.prefix + name, expr.type)
+        ir_name = self.fresh(frame.prefix + name)
+        if isinstance(scalar, Literal):
+            self.from_literal[ir_name] = scalar
+            expr = coerce(scalar, self.retyped.get(ir_name) or typed(scalar).type, f"`{name}`")
+        else:
+            expr = scalar
+        self.locals[ir_name] = expr.type
         frame.env[name] = LocalBinding(ir_name, expr.type)
         self.emit(Assign(ir_name, expr))
 
     def stmt_If(self, node: ast.If) -> str | None:
         cond = self.condition(node.test, "`if`")
         if isinstance(cond, Literal):
-            returned = self.block_of(node.body if cond.value else node.orelse)
-            return RETURNED if returned else None
+            if self.block_of(node.body if cond.value else node.orelse):
+                return RETURNED
+            return JUMPED if self.frame.defined is None else None
         then, then_returned, then_defined = self.branch(node.body)
         orelse, else_returned, else_defined = self.branch(node.orelse)
         self.emit(If(cond, then, orelse))
@@ -339,7 +358,7 @@ class StatementRules(LoopRules, CallRules):
         if frame.loops[-1].kind == "loop":
             self.emit(Break())
 
-    def stmt_While(self, node: ast.While) -> None:
+    def stmt_While(self, node: ast.While) -> str | None:
         if node.orelse:
             raise Problem(
                 "`while ... else` is not supported; test after the loop", unsupported=True
@@ -348,13 +367,34 @@ class StatementRules(LoopRules, CallRules):
             cond = self.condition(node.test, "`while`")
         if isinstance(cond, Literal) and not cond.value:
             return None
-        with self.capture() as body:
-            if test_stmts:
+        raised = len(self.frame.raised)
+        if test_stmts:
+            exit_test = If(Unary(UnaryOp.NOT, coerce(cond, bool_, "`while`"), bool_), (Break(),))
+            node_body = node.body
+            with self.capture() as body:
                 self.block.extend(test_stmts)
-                self.emit(If(Unary(UnaryOp.NOT, coerce(cond, bool_, "`while`"), bool_), (Break(),)))
-            raised = len(self.frame.raised)
-            self.loop_body(node.body, "loop")
+                self.emit(exit_test)
+                self.block.extend(self.run_time_body(node_body))
+        else:
+            body = self.run_time_body(node.body)
         loop_cond = coerce(cond if not test_stmts else Literal(True), bool_, "`while`")
         self.emit(While(loop_cond, tuple(body)))
         self.after_loop(raised)
+        if isinstance(cond, Literal) and not _breaks(node.body):
+            self.frame.defined = None
+            return RETURNED
         return None
+
+
+def _breaks(stmts: list[ast.stmt]) -> bool:
+    """Whether a ``break`` in ``stmts`` leaves the loop they are the body of (one inside a
+    nested loop leaves that loop instead)."""
+    for stmt in stmts:
+        if isinstance(stmt, ast.Break):
+            return True
+        if isinstance(stmt, ast.For | ast.While):
+            continue
+        inner = [n for f in ("body", "orelse") for n in getattr(stmt, f, [])]
+        if _breaks(inner):
+            return True
+    return False

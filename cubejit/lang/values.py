@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 from cubejit.ir.nodes import BinaryOp, Const, Expr, MathFn, UnaryOp
 from cubejit.ir.traits import reads_memory
-from cubejit.ir.types import BufferType, Kind, Scalar, bool_, f32, i32
-from cubejit.lang.folding import float_binary, float_math, round_float
+from cubejit.ir.types import BufferType, Kind, Scalar, bool_, f32, i32, round_float
+from cubejit.lang.folding import float_binary, float_math, typed_int_binary, wrap_int
 from cubejit.lang.source import Problem, Spelling
 
 
@@ -26,15 +26,16 @@ from cubejit.lang.source import Problem, Spelling
 class Literal:
     """A constant whose type the context decides.
 
-    A float folded from other constants keeps how it was made (``recipe``), so that where it
-    takes a float type it is computed in that type, as the same expression would be at run
-    time: ``x * (1.0 / 3.0)`` with an ``f64`` ``x`` divides in ``f64``.
+    A number folded from other constants keeps how it was made (``recipe``), so that where it
+    takes a type it is computed in that type, as the same expression would be at run time:
+    ``x * (1.0 / 3.0)`` with an ``f64`` ``x`` divides in ``f64``, and ``N * 2`` stored to an
+    ``i32`` wraps as an ``i32`` multiplication would.
     """
 
     value: bool | int | float
-    """The value in the type the constant takes alone (``f32`` for a folded float)."""
+    """The value: a float as ``f32`` computes it, an integer exactly."""
     recipe: tuple[BinaryOp | UnaryOp | MathFn, tuple[Literal, ...]] | None = None
-    """For a float folded from other constants: the operation and its operands."""
+    """For a number folded from other constants: the operation and its operands."""
 
     def float_in(self, t: Scalar) -> float:
         """The value as the float type ``t`` computes it."""
@@ -47,6 +48,18 @@ class Literal:
         if isinstance(op, UnaryOp):
             return -values[0]
         return float_math(op, values, t)
+
+    def int_in(self, t: Scalar) -> int:
+        """The value as the integer type ``t`` computes it; a constant written in the source
+        must fit ``t`` (a :class:`Problem` otherwise), a computed one wraps."""
+        if self.recipe is None:
+            return int(const_of(self, t).value)
+        op, args = self.recipe
+        values = [a.int_in(t) for a in args]
+        if isinstance(op, UnaryOp):
+            return wrap_int(-values[0] if op is UnaryOp.NEG else ~values[0], t)
+        assert isinstance(op, BinaryOp)
+        return typed_int_binary(op, values[0], values[1], t)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +81,16 @@ class PyObject:
 Value = Expr | Literal | ArrayRef | PyObject
 Scalarish = Expr | Literal
 """A value that is a single number or bool."""
+
+
+class TypeMix(Problem):
+    """Two types met where one is needed. ``wanted`` pairs each typed value with a type it
+    would have had to be, so the translator may retype a local that was first assigned a bare
+    literal (see :class:`~cubejit.lang.builder.Builder`) instead of reporting the mix."""
+
+    def __init__(self, message: str, wanted: list[tuple[Expr, Scalar]]) -> None:
+        super().__init__(message)
+        self.wanted = wanted
 
 
 def default_type(value: bool | int | float) -> Scalar:
@@ -114,6 +137,8 @@ def const_of(literal: Literal, t: Scalar) -> Const:
             f"the float constant {value!r} cannot be an integer ({t}); write an integer "
             f"constant, or cast the other operand to a float, e.g. cj.f32(...)"
         )
+    if literal.recipe is not None:
+        return Const(literal.int_in(t), t)
     low, high = int_range(t)
     if not low <= value <= high:
         raise Problem(
@@ -136,8 +161,9 @@ def coerce(value: Scalarish, t: Scalar, what: str | Spelling) -> Expr:
     if isinstance(value, Literal):
         return const_of(value, t)
     if value.type != t:
-        raise Problem(
-            f"{what} is {t} but the value is {value.type}; cast it explicitly: cj.{t}(...)"
+        raise TypeMix(
+            f"{what} is {t} but the value is {value.type}; cast it explicitly: cj.{t}(...)",
+            [(value, t)],
         )
     return value
 
@@ -150,9 +176,10 @@ def unify(values: list[Scalarish], what: str | Spelling) -> list[Expr]:
         t = typed_values[0].type
         for other in typed_values[1:]:
             if other.type != t:
-                raise Problem(
+                raise TypeMix(
                     f"{what} mixes {t} and {other.type}; cubejit never converts "
-                    f"silently: cast one side, e.g. cj.{t}(...) or cj.{other.type}(...)"
+                    f"silently: cast one side, e.g. cj.{t}(...) or cj.{other.type}(...)",
+                    [(v, u.type) for v in typed_values for u in typed_values if u.type != v.type],
                 )
     else:
         consts = [v.value for v in values if isinstance(v, Literal)]
@@ -164,3 +191,17 @@ def contains_load(expr: Expr) -> bool:
     """Whether evaluating ``expr`` reads an array (so its value may change when code runs),
     as the IR's traits say."""
     return reads_memory(expr)
+
+
+def exact_in(literal: Literal, t: Scalar) -> bool:
+    """Whether the constant ``literal`` means the same value as a ``t`` (a float constant is
+    never an integer, and a bool is only a bool)."""
+    v = literal.value
+    if isinstance(v, bool) or t.kind is Kind.BOOL:
+        return False
+    if t.is_float:
+        return round_float(float(v), t) == v
+    if isinstance(v, float):
+        return False
+    low, high = int_range(t)
+    return low <= v <= high

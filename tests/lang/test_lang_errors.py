@@ -44,7 +44,13 @@ CASES = {
     "captured list": ("out[0] = TABLE", 1, cj.UnsupportedError, "Python list captured"),
     "foreign math": ("out[0] = math.sqrt(out[0])", 1, cj.UnsupportedError, "use cj.sqrt"),
     "mixed types": (
-        "k = 1\nout[0] = out[0] * k",
+        "k = x[0]\nout[0] = out[0] * k",
+        2,
+        cj.CompilationError,
+        "`out[0] * k` mixes f32 and i32",
+    ),
+    "a literal's local not exact in the other type": (
+        "k = 16777217\nout[0] = out[0] * k",
         2,
         cj.CompilationError,
         "`out[0] * k` mixes f32 and i32",
@@ -154,7 +160,7 @@ CASES = {
     "math on ints": ("v = cj.sqrt(x[0])", 1, cj.CompilationError, "`sqrt` takes floats"),
     "math arity": ("v = cj.fma(out[0], out[1])", 1, cj.CompilationError, "takes 3 argument"),
     "constant too large for any integer": (
-        "v = N << 70",
+        "for q in cj.unroll(range(N << 70)):\n    pass",
         1,
         cj.CompilationError,
         "too large for the language's integers",

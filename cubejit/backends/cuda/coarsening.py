@@ -25,8 +25,7 @@ synchronises nor needs its cube or plane converged (units of different cubes wou
 each other), never leaves (no ``return``, no loop exit) and holds no loop. Within one unit, a
 straight-line statement moves ahead of the unit's stores when its traits say it writes no
 buffer and reads none the unit stored before; a store is split into its evaluation (moved
-ahead) and its write.
-Any other kernel keeps one unit per thread.
+ahead) and its write. Any other kernel keeps one unit per thread.
 """
 
 from __future__ import annotations

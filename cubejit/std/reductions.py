@@ -35,7 +35,7 @@ from cubejit.std.views import (
     try_fold,
 )
 
-RUN = {"cpu": (256, 64), "cuda": (256, 16)}
+RUN = {"cpu": (64, 1024), "cuda": (256, 16)}
 """Units per cube and elements each unit reads for a reduction over all elements."""
 
 
@@ -79,11 +79,12 @@ def runs_kernel(T: Scalar) -> Kernel:
         R: cj.Comptime[int],
     ):
         n = x.shape(2)
-        base = cj.CUBE_POS * cj.CUBE_DIM * R + cj.UNIT_POS
+        first = cj.CUBE_POS * cj.CUBE_DIM * R
+        base = first + cj.UNIT_POS
         acc = init
-        if base + (R - 1) * cj.CUBE_DIM < n:
-            for k in cj.unroll(range(R)):
-                acc = combine(acc, A(T(x[0, 0, base + k * cj.CUBE_DIM])), OP)
+        if first + R * cj.CUBE_DIM <= n:
+            for k in range(R):
+                acc = combine(acc, A(T(x[0, 0, base + cj.u32(k) * cj.CUBE_DIM])), OP)
         else:
             for k in range(R):
                 j = base + cj.u32(k) * cj.CUBE_DIM

@@ -7,7 +7,8 @@ contiguously), and each unit multiplies ``RM`` values of one by ``RN`` of the ot
 ``RM x RN`` accumulators in its local array (registers on CUDA). Unit ``(x, y)`` owns rows
 ``y, y + TY, ...`` and columns ``x, x + TX, ...`` of the tile, so neighbouring units read
 neighbouring shared-memory words and write neighbouring results. Floats accumulate in ``f32``
-(``f64`` for ``f64``); the tile sizes are each backend's best fixed configuration.
+(``f64`` for ``f64``). A :class:`~cubejit.tune.Tuner` picks the tile sizes per size class
+among each backend's candidates (:data:`TILES`); the first is its best fixed configuration.
 
 Kernels here are made per element type; a kernel names each type in its body as well as in its
 signature, because the frontend resolves annotations through the kernel's closure.
@@ -24,6 +25,7 @@ from cubejit.errors import LaunchError
 from cubejit.ir.types import Scalar
 from cubejit.lang import Kernel
 from cubejit.std.views import accumulator, floating, operand, output
+from cubejit.tune import Tunable, Tuner, anchor
 
 
 @dataclass(frozen=True)
@@ -45,8 +47,11 @@ class Tiles:
         return self.tx * self.rn
 
 
-TILES = {"cpu": Tiles(8, 8, 4, 8, 16), "cuda": Tiles(16, 16, 8, 8, 8)}
-"""Each backend's configuration."""
+TILES = {
+    "cpu": (Tiles(16, 16, 4, 4, 16), Tiles(32, 32, 2, 2, 16)),
+    "cuda": (Tiles(16, 16, 8, 8, 8), Tiles(16, 16, 4, 4, 16), Tiles(32, 8, 4, 8, 8)),
+}
+"""Each backend's candidate configurations, the best fixed one first (the tuner's default)."""
 
 
 @functools.cache
@@ -142,20 +147,36 @@ def matmul(a: Any, b: Any, *, out: Any = None, client: Any = None) -> Any:
     result, dst = output(out, left.client, (m, n), scalar, "matmul")
     if m == 0 or n == 0:
         return result
-    tiles = TILES[left.client.backend]
-    cubes = (-(-n // tiles.bn), -(-m // tiles.bm))
-    matmul_kernel(scalar).launch(
+    tuner(left.client.backend, scalar).launch(
         left.client,
-        cubes,
-        (tiles.tx, tiles.ty),
         left.view(left.shape, left.strides),
         right.view(right.shape, right.strides),
         dst.view(dst.shape, dst.strides),
-        RM=tiles.rm,
-        RN=tiles.rn,
-        BK=tiles.bk,
     )
     return result
+
+
+def _candidate(kernel: Kernel, tiles: Tiles) -> Tunable:
+    def run(client: Any, a: Any, b: Any, out: Any) -> None:
+        cubes = (-(-b.shape[1] // tiles.bn), -(-a.shape[0] // tiles.bm))
+        kernel.launch(
+            client, cubes, (tiles.tx, tiles.ty), a, b, out, RM=tiles.rm, RN=tiles.rn, BK=tiles.bk
+        )
+
+    name = f"{tiles.tx}x{tiles.ty} units, {tiles.rm}x{tiles.rn} each, k-step {tiles.bk}"
+    return Tunable(name, run, kernels=(kernel,))
+
+
+@functools.cache
+def tuner(backend: str, scalar: Scalar) -> Tuner:
+    """The tuner of :func:`matmul` on ``backend`` for ``scalar``: one decision per size class
+    of ``M``, ``K`` and ``N`` (powers of two) among :data:`TILES`."""
+    kernel = matmul_kernel(scalar)
+    return Tuner(
+        f"cubejit.std.matmul.{scalar.name}",
+        key=lambda a, b, out: (anchor(a.shape[0]), anchor(a.shape[1]), anchor(b.shape[1])),
+        candidates=[_candidate(kernel, t) for t in TILES[backend]],
+    )
 
 
 __all__ = ["matmul"]

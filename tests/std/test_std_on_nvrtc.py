@@ -41,8 +41,8 @@ def _specs() -> list[Any]:
     specs.append(histograms.histogram_kernel(cj.u32).specialize(256, R=16, BINS=1, PRIVATE=False))
     specs.append(histograms.zero_kernel().specialize(256))
     for t in (cj.f32, cj.f16, cj.f64):
-        c = tiles.TILES["cuda"]
-        specs.append(tiles.matmul_kernel(t).specialize((c.tx, c.ty), RM=c.rm, RN=c.rn, BK=c.bk))
+        for c in tiles.TILES["cuda"]:
+            specs.append(tiles.matmul_kernel(t).specialize((c.tx, c.ty), RM=c.rm, RN=c.rn, BK=c.bk))
     return specs
 
 

@@ -189,7 +189,7 @@ def softmax(x: Any, axis: int = -1, *, out: Any = None, client: Any = None) -> A
     only ``-inf``, or holding a NaN, gives NaN (as numpy's formula does).
 
     >>> import numpy as np, cubejit.std as cs
-    >>> cs.softmax(np.array([[0.0, np.log(3.0)]], np.float32))
+    >>> np.round(cs.softmax(np.array([[0.0, np.log(3.0)]], np.float32)), 6)
     array([[0.25, 0.75]], dtype=float32)
     """
     src = operand(x, client)

@@ -22,6 +22,7 @@ from cubejit.errors import (
 )
 from cubejit.lang import Kernel, KernelSpec
 from cubejit.runtime import client
+from cubejit.runtime.lines import lined
 
 if TYPE_CHECKING:
     # What the language means inside a kernel, for mypy, pyright and editors (see the stub).
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
         Array,
         Atomic,
         Comptime,
+        Line,
         LocalArray,
         SharedMemory,
         Tensor,
@@ -86,6 +88,7 @@ if TYPE_CHECKING:
         isinf,
         isnan,
         kernel,
+        line,
         log,
         log2,
         max,
@@ -130,6 +133,7 @@ else:
         Array,
         Atomic,
         Comptime,
+        Line,
         LocalArray,
         SharedMemory,
         Tensor,
@@ -156,6 +160,7 @@ else:
         isinf,
         isnan,
         kernel,
+        line,
         log,
         log2,
         max,
@@ -252,6 +257,7 @@ __all__ = [
     "KernelId",
     "KernelSpec",
     "LaunchError",
+    "Line",
     "LocalArray",
     "SharedMemory",
     "StoreError",
@@ -291,6 +297,8 @@ __all__ = [
     "isinf",
     "isnan",
     "kernel",
+    "line",
+    "lined",
     "log",
     "log2",
     "max",

@@ -114,7 +114,6 @@ class CDialect(Dialect):
         return f"cj_count_{_AXES[axis]}"
 
 
-
 class _CubeLevel(CDialect):
     """Cube-level conditions and bounds of a kernel run as regions: read as unit 0 reads
     them (they are cube-uniform)."""

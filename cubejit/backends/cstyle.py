@@ -223,6 +223,11 @@ class Dialect:
             return f"(({code}) != 0)"
         return f"(({self.type_name(target)})({code}))"
 
+    whole_lines: bool = True
+    """Whether a line whose lanes are all read (or all written) moves as one aligned struct
+    (:mod:`~cubejit.backends.cstyle_lines`); otherwise its lanes stay adjacent scalar
+    accesses, for a compiler whose loop vectoriser sees through them."""
+
     def line_struct(self, elem: Scalar, width: int) -> str:
         """The definition of the struct one line of ``width`` lanes of ``elem`` is moved as,
         aligned to its size so that it is one wide load or store."""
@@ -305,7 +310,7 @@ class Walker:
         self.loops = 0
         self.open_loops = 0
         self.lines: list[str] = []
-        self.widths = line_widths(kernel)
+        self.widths = line_widths(kernel) if dialect.whole_lines else {}
         self.elems = {
             p.name: p.type.elem
             for p in kernel.params

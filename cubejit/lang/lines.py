@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from cubejit.ir.nodes import Binary, BinaryOp, Const, Expr
+from cubejit.ir.nodes import Binary, BinaryOp, Cast, Const, Expr
+from cubejit.ir.types import Kind, i64, u64
 from cubejit.lang.source import Problem
 from cubejit.lang.values import LineValue, Literal, Scalarish, Value
 
@@ -42,10 +43,14 @@ def lanewise(fn: Callable[..., Scalarish], values: Sequence[Value], what: object
 
 def lane_index(index: Expr, width: int, lane: int) -> Expr:
     """The element index of lane ``lane`` of line ``index`` in a buffer of ``width`` lanes per
-    line, in the index's own type."""
+    line, computed in 64 bits: exact without a wrap to prove, so that a C compiler sees the lanes
+    of neighbouring units as one affine, interleaved access and vectorises across them."""
     if width == 1:
         return index
     t = index.type
+    if t.bits < 64:
+        t = u64 if t.kind is Kind.UINT else i64
+        index = Cast(index, t)
     return Binary(BinaryOp.ADD, Binary(BinaryOp.MUL, index, Const(width, t), t), Const(lane, t), t)
 
 

@@ -17,12 +17,14 @@ from cubejit.errors import (
     CubejitError,
     LaunchError,
     StoreError,
+    TuneError,
     UnsupportedError,
     ValidationError,
 )
 from cubejit.lang import Kernel, KernelSpec
 from cubejit.runtime import client
 from cubejit.runtime.lines import lined
+from cubejit.tune import Tunable, Tuner, anchor
 
 if TYPE_CHECKING:
     # What the language means inside a kernel, for mypy, pyright and editors (see the stub).
@@ -262,11 +264,15 @@ __all__ = [
     "SharedMemory",
     "StoreError",
     "Tensor",
+    "Tunable",
+    "TuneError",
+    "Tuner",
     "UnsupportedError",
     "ValidationError",
     "abs",
     "acos",
     "acosh",
+    "anchor",
     "asin",
     "asinh",
     "atan",

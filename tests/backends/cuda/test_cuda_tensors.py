@@ -85,6 +85,10 @@ def test_nvrtc_compiles_each_contiguity_of_a_tensor_kernel(mask: int) -> None:
     assert [s.written for s in artifact.params] == [False, False, False, True]
     again = CudaArtifact.from_stored(artifact.cubin, artifact.metadata())
     assert again == artifact
+    assert artifact.metadata()["params"][:2] == [
+        ["a", "f32", False, False],
+        ["x", "f32", "tensor", False, 2],
+    ]
     assert compiler.compilations == 1
 
 

@@ -47,9 +47,10 @@ class Tensor:
 
     def __class_getitem__(cls, params: object) -> TensorType:
         elem, rank = params if isinstance(params, tuple) and len(params) == 2 else (params, None)
-        line = None
+        line: int | None = None
         if isinstance(elem, LineType):
-            elem, line = elem.elem, elem.width
+            line = elem.width
+            elem = elem.elem
         if not isinstance(elem, Scalar):
             raise TypeError(f"cj.Tensor[...] takes a scalar type such as cj.f32, not {elem!r}")
         if rank is not None and (not isinstance(rank, builtins.int) or isinstance(rank, bool)):

@@ -12,7 +12,10 @@ import pytest
 
 import cubejit as cj
 from cubejit.backends.cuda import nvrtc
+from cubejit.backends.cuda.coarsening import NO_ALIAS
+from cubejit.backends.cuda.compiler import CudaCompiler
 from cubejit.backends.cuda.dialect import cuda_source
+from cubejit.compile.id import ArtifactId
 
 
 @cj.kernel
@@ -109,6 +112,38 @@ def test_narrower_lines_compile_to_their_own_widths(width: int) -> None:
         assert "ld.global.v2.f32" in ptx
     else:
         assert "ld.global.v2.f32" not in ptx and "ld.global.f32" in ptx
+
+
+class _Recording:
+    def defined(self, text: str) -> None:
+        pass
+
+    def source(self, text: str) -> None:
+        pass
+
+
+@pytest.mark.cuda_packages
+@pytest.mark.parametrize("variant", [None, NO_ALIAS])
+def test_the_cuda_compiler_builds_both_forms_of_a_lined_saxpy_with_whole_lines(
+    variant: object,
+) -> None:
+    compiler = CudaCompiler("sm_90")
+    spec = saxpy.specialize(256, line_sizes=dict(x=4, y=4, out=4, size=1))
+    aid = ArtifactId(spec.id(), variant)
+    lowered = compiler.lower(spec, aid, _Recording(), None)
+    assert "struct __align__(16) cj_line4_f32 { float v[4]; };" in lowered.source
+    artifact = compiler.finalize(aid, lowered)
+    assert [s.describe() for s in artifact.params] == ["f32", *["Array[f32]"] * 3, "Array[u32]"]
+
+
+@pytest.mark.cuda_packages
+def test_the_cuda_compiler_builds_a_lined_2d_tensor_kernel() -> None:
+    compiler = CudaCompiler("sm_90")
+    spec = rows.specialize(128, x=2, out=2, line_sizes=dict(x=4, out=4))
+    aid = ArtifactId(spec.id(), (None, 3))
+    lowered = compiler.lower(spec, aid, _Recording(), None)
+    assert "cj_line4_f32" in lowered.source
+    compiler.finalize(aid, lowered)
 
 
 LENGTHS = {1 << 20: 4, (1 << 20) + 4: 4, (1 << 20) + 2: 2, (1 << 20) + 1: 1}

@@ -7,6 +7,9 @@ artifact in a persistent store and never compiles the same text twice. See LANGU
 
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
+
 from cubejit.compile.id import ArtifactId, KernelId
 from cubejit.errors import (
     BackendUnavailableError,
@@ -48,6 +51,17 @@ from cubejit.lang import (
 from cubejit.runtime import client
 
 __version__ = "0.1.0"
+
+_LAZY = ("environment",)
+"""Subpackages reached as attributes (``cj.environment``) but imported only when first used:
+importing cubejit loads no backend, no store (SQLite), no ``rich`` and no CUDA bindings."""
+
+
+def __getattr__(name: str) -> ModuleType:
+    if name in _LAZY:
+        return importlib.import_module(f"cubejit.{name}")
+    raise AttributeError(f"module 'cubejit' has no attribute {name!r}")
+
 
 ABSOLUTE_POS = Position.ABSOLUTE_POS
 ABSOLUTE_POS_X = Position.ABSOLUTE_POS_X
@@ -112,6 +126,7 @@ __all__ = [
     "ceil",
     "client",
     "cos",
+    "environment",
     "erf",
     "exp",
     "f16",

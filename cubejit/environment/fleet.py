@@ -37,7 +37,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import TYPE_CHECKING, Any
 
 from cubejit import config
@@ -221,7 +221,6 @@ class FleetStore:
         self.local = local
         self.fleet = fleet
         self.namespace = local.namespace
-        self.lazy = local.lazy
 
     def storage(self) -> Storage:
         """The local environment's storage."""
@@ -234,6 +233,16 @@ class FleetStore:
             return value
         return self._fetch(key)
 
+    def get_many(self, keys: Collection[bytes]) -> dict[bytes, bytes]:
+        """The values found locally (one read), the others from the shared store."""
+        found = self.local.get_many(keys)
+        for key in keys:
+            if key not in found:
+                value = self._fetch(key)
+                if value is not None:
+                    found[key] = value
+        return found
+
     def insert(self, key: bytes, value: bytes, origin: str = LOCAL) -> InsertOutcome:
         """Writes locally, then to the shared store, and gives back the key's lease. The
         outcome is the local one."""
@@ -242,9 +251,6 @@ class FleetStore:
             self.fleet.storage.insert(self.namespace, key, value, origin)
         self.fleet.leases.release(self.namespace, key)
         return outcome
-
-    def remove(self, key: bytes) -> None:
-        self.local.remove(key)
 
     def purge_key(self, key: bytes) -> None:
         """Deletes the entry locally and on the shared store."""

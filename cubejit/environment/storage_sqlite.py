@@ -18,7 +18,7 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -47,6 +47,9 @@ TOUCH_AFTER_S = 86_400.0
 used first) when its mark is older than this: a day's precision is all pruning needs, and a
 warm store is then written at most once a day per entry."""
 SELECT_VALUE = "SELECT value, used_at FROM entries WHERE namespace = ? AND key = ?"
+SELECT_VALUES = "SELECT key, value, used_at FROM entries WHERE namespace = ? AND key IN ({})"
+_KEYS_PER_QUERY = 500
+"""Keys bound in one ``IN (...)`` (SQLite allows at least 999 parameters)."""
 TOUCH_ENTRY = "UPDATE entries SET used_at = ? WHERE namespace = ? AND key = ?"
 SELECT_ENTRY = "SELECT value, origin FROM entries WHERE namespace = ? AND key = ?"
 INSERT_ENTRY = (
@@ -158,6 +161,27 @@ class SqliteStorage:
             self._write(TOUCH_ENTRY, (now, namespace, key))
         return bytes(row[0])
 
+    def get_many(self, namespace: str, keys: Collection[bytes]) -> dict[bytes, bytes]:
+        """One query per :data:`_KEYS_PER_QUERY` keys, then one write marking those found
+        used, when any mark is a day old."""
+        wanted = list(keys)
+        rows: list[tuple[bytes, bytes, float]] = []
+        try:
+            for start in range(0, len(wanted), _KEYS_PER_QUERY):
+                part = wanted[start : start + _KEYS_PER_QUERY]
+                query = SELECT_VALUES.format(", ".join("?" * len(part)))
+                rows += self._run(
+                    lambda c, q=query, p=part: c.execute(q, (namespace, *p)).fetchall()
+                )
+        except (sqlite3.Error, StoreError) as e:
+            log.debug("cannot read %s: %s", self.path, e)
+            return {}
+        now = time.time()
+        stale = [(now, namespace, k) for k, _, used in rows if now - used > TOUCH_AFTER_S]
+        if stale and not self._readonly:
+            self._write_many(TOUCH_ENTRY, stale)
+        return {bytes(k): bytes(v) for k, v, _ in rows}
+
     def insert(
         self, namespace: str, key: bytes, value: bytes, origin: str = LOCAL
     ) -> InsertOutcome:
@@ -187,9 +211,6 @@ class SqliteStorage:
             return self._run(write)
         except sqlite3.Error as e:
             raise StoreError(f"cannot write {self.path}: {e}") from e
-
-    def remove(self, namespace: str, key: bytes) -> None:
-        """Nothing to do: this storage keeps no copy in memory."""
 
     def purge_key(self, namespace: str, key: bytes) -> None:
         self._write(DELETE_ENTRY, (namespace, key))
@@ -284,6 +305,16 @@ class SqliteStorage:
     def _write(self, statement: str, parameters: tuple[object, ...]) -> None:
         try:
             self._run(lambda c: c.execute(statement, parameters))
+        except (sqlite3.Error, StoreError) as e:
+            log.debug("cannot write %s: %s", self.path, e)
+
+    def _write_many(self, statement: str, rows: list[tuple[object, ...]]) -> None:
+        def write(connection: sqlite3.Connection) -> None:
+            with immediate(connection):
+                connection.executemany(statement, rows)
+
+        try:
+            self._run(write)
         except (sqlite3.Error, StoreError) as e:
             log.debug("cannot write %s: %s", self.path, e)
 

@@ -14,6 +14,7 @@ may still be queued there.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +23,8 @@ from cubejit.backends.cuda.artifact import CudaArtifact, ParamSlot
 from cubejit.backends.cuda.compiler import CudaCompiler
 from cubejit.backends.cuda.driver import call, driver_module
 from cubejit.compile.id import ArtifactId
-from cubejit.environment import ArtifactStore
+from cubejit.compile.protocols import CompilationTarget
+from cubejit.environment.artifacts import ArtifactStore, Stored
 from cubejit.errors import CompilationError
 
 log = logging.getLogger("cubejit.compilation")
@@ -50,7 +52,11 @@ class CudaKernelHandle:
     :attr:`~cubejit.backends.cuda.artifact.CudaArtifact.coarsening`)."""
 
 
-class CudaTarget:
+Variant = bool | None
+"""A CUDA artifact's variant: :data:`~cubejit.backends.cuda.coarsening.NO_ALIAS` or ``None``."""
+
+
+class CudaTarget(CompilationTarget[Variant, CudaArtifact, CudaKernelHandle]):
     """Loads CUDA artifacts into one context and keeps them in a store."""
 
     def __init__(self, context: Any, compiler: CudaCompiler, store: ArtifactStore) -> None:
@@ -69,13 +75,31 @@ class CudaTarget:
         """Changes whenever the store does; the loader then drops its loaded kernels."""
         return self._store.generation()
 
-    def stored(self, id: ArtifactId[Any]) -> CudaArtifact | None:
-        return self._decoded(self._store.stored(id), str(id))
+    def stored(self, id: ArtifactId[Variant]) -> CudaArtifact | None:
+        return self.stored_many([id]).get(id)
+
+    def stored_many(
+        self, ids: Sequence[ArtifactId[Variant]]
+    ) -> dict[ArtifactId[Variant], CudaArtifact]:
+        found = {}
+        for id, entry in self._store.stored_many(ids).items():
+            artifact = self._decoded(entry, id, None)
+            if artifact is not None:
+                found[id] = artifact
+        return found
+
+    def claim(self, id: ArtifactId[Variant]) -> CudaArtifact | None:
+        entry = self._store.claim(id)
+        return None if entry is None else self._decoded(entry, id, None)
 
     def stored_for_source(self, source: str) -> CudaArtifact | None:
-        return self._decoded(self._store.stored_for_source(source), "a source")
+        entry = self._store.stored_for_source(source)
+        return None if entry is None else self._decoded(entry, None, source)
 
-    def load(self, id: ArtifactId[Any], artifact: CudaArtifact) -> CudaKernelHandle:
+    def discard(self, id: ArtifactId[Variant] | None, source: str | None, why: str) -> None:
+        self._store.discard(id, source, why)
+
+    def load(self, id: ArtifactId[Variant], artifact: CudaArtifact) -> CudaKernelHandle:
         """Loads the cubin into the context; a refused image is a ``CompilationError``."""
         driver = driver_module()
         call(
@@ -100,23 +124,27 @@ class CudaTarget:
         )
         return CudaKernelHandle(function, artifact.params, module, artifact.coarsening)
 
-    def store(self, id: ArtifactId[Any], artifact: CudaArtifact, source: str | None) -> bool:
+    def store(self, id: ArtifactId[Variant], artifact: CudaArtifact, source: str | None) -> bool:
         ingredients = {"arch": artifact.arch}
         return self._store.store(id, artifact.cubin, artifact.metadata(), source, ingredients)
 
-    def abandon(self, id: ArtifactId[Any]) -> None:
+    def abandon(self, id: ArtifactId[Variant]) -> None:
         """``id`` failed and will not be stored: hosts of a fleet waiting for it compile it."""
         self._store.abandon(id)
 
     def _decoded(
-        self, entry: tuple[bytes, dict[str, Any]] | None, what: str
+        self, entry: Stored, id: ArtifactId[Variant] | None, source: str | None
     ) -> CudaArtifact | None:
-        if entry is None:
-            return None
+        """The artifact of a stored entry; one that cannot be read is dropped from the store
+        (one WARNING), so that its kernel's compile replaces it."""
         try:
             return CudaArtifact.from_stored(*entry)
         except (ValueError, KeyError, TypeError) as e:
             log.warning(
-                "the stored CUDA artifact for %s cannot be used (%s); compiling again", what, e
+                "the stored CUDA artifact for %s cannot be used (%s); it is dropped and "
+                "compiled again",
+                id or "a source",
+                e,
             )
+            self._store.discard(id, source, f"unreadable CUDA artifact: {e}")
             return None

@@ -74,6 +74,15 @@ class CudaArtifact:
     :data:`~cubejit.backends.cuda.coarsening.NO_ALIAS`), whichever variant this artifact is; 1
     when that form is the plain one, so a launch need not check its arguments for overlap. A
     no-alias artifact with more takes the user's cube count along x as a last parameter."""
+    ptx: bytes = b""
+    """The PTX the cubin was assembled from (kept beside it in the store), for a GPU newer
+    than the cubin's architecture; empty when unknown. An artifact with no cubin but PTX is
+    compiled by the driver when loaded."""
+
+    def portable_ptx(self) -> bool:
+        """Whether a newer GPU's driver can compile :attr:`ptx`: there is some, and it was not
+        made for one architecture's own instructions (``sm_90a``, ``sm_100f``)."""
+        return bool(self.ptx) and self.arch[-1:].isdigit()
 
     def metadata(self) -> dict[str, object]:
         """Everything but the cubin, as JSON-able values."""

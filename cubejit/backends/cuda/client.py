@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from cubejit.backends.cuda import nvrtc
 from cubejit.backends.cuda.buffer import LEGACY_DEFAULT_STREAM, U32_MAX, CudaBuffer, ForeignArray
 from cubejit.backends.cuda.coarsening import NO_ALIAS
 from cubejit.backends.cuda.compiler import CudaCompiler
@@ -30,7 +31,6 @@ from cubejit.backends.cuda.driver import (
     open_device,
 )
 from cubejit.backends.cuda.launch import Launcher, arrays_apart
-from cubejit.backends.cuda.nvrtc import nvrtc_module, supported_architectures, version
 from cubejit.backends.cuda.target import CudaTarget, fingerprint
 from cubejit.compile.id import ArtifactId
 from cubejit.compile.loader import KernelLoader
@@ -46,7 +46,8 @@ class CudaClient:
     backend = "cuda"
 
     def __init__(self, device: int = 0, parallelism: int | None = None) -> None:
-        nvrtc_module()
+        if not nvrtc.available():
+            nvrtc.nvrtc_module()
         driver = driver_module()
         self._driver = driver
         self.device = device
@@ -54,13 +55,6 @@ class CudaClient:
         _, self._context, self.limits = open_device(device)
         self.limits: CudaLimits
         """What the device allows, read from the driver; kernels are validated against it."""
-        major, minor = self.limits.compute_capability
-        if major * 10 + minor not in supported_architectures():
-            nvrtc_major, nvrtc_minor = version()
-            raise BackendUnavailableError(
-                f"NVRTC {nvrtc_major}.{nvrtc_minor} cannot build code for {self.limits.name} "
-                f"(compute capability {major}.{minor}); install a newer nvidia-cuda-nvrtc"
-            )
         self.arch = arch_name(self.limits.compute_capability)
         """The architecture cubins are built for (``sm_90a`` on an H100 or H200)."""
         self._stream = call(
@@ -75,7 +69,9 @@ class CudaClient:
             error=BackendUnavailableError,
         )
         self.compiler = CudaCompiler(self.arch, self.limits)
-        """The compiler of this client's kernels (``compiler.compilations`` counts NVRTC runs)."""
+        """The compiler of this client's kernels (``compiler.compilations`` counts NVRTC runs).
+        NVRTC is loaded, and told the device's architecture, only when it first compiles: a
+        process the store serves entirely never loads it."""
         store = ArtifactStore("cuda", fingerprint(self.limits.compute_capability))
         self.loader = KernelLoader(CudaTarget(self._context, self.compiler, store), parallelism)
         """The loader of this client's kernels."""

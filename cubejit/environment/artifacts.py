@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from cubejit.compile.id import ArtifactId, stable_digest
@@ -96,9 +96,10 @@ class ArtifactStore:
         self.namespace = f"{backend}/{version()}/{fingerprint}"
         """``"<backend>/<cubejit version>/<fingerprint>"``."""
         self._store = fleet.layered(Store(self.namespace))
-        build_id()  # every key needs it: computed with the store, not on the first launch
         self._warned: set[bytes] = set()
         self._lock = threading.Lock()
+        self._keys: dict[ArtifactId[Any], bytes] = {}
+        self._keys_build = build_id()
 
     def persists(self) -> bool:
         """Whether stored artifacts outlive this process (false with the compilation cache
@@ -110,14 +111,18 @@ class ArtifactStore:
         loaded from the store before must then be loaded again."""
         return ENVIRONMENTS.generation()
 
-    def on_switch(self, callback: Callable[[], None]) -> None:
-        """Calls the bound method ``callback`` whenever :meth:`generation` changes, while its
-        object lives (see :meth:`~cubejit.environment.manager.Environments.watch`)."""
-        ENVIRONMENTS.watch(callback)
-
     def key(self, id: ArtifactId[Any]) -> bytes:
-        """The by-artifact key of ``id`` under this process's build id."""
-        return ID_PREFIX + stable_digest("artifact", id.stable_hash(), build_id()).encode()
+        """The by-artifact key of ``id`` under this process's build id: hashed once per id
+        (and build id), since a batch, its claims and its stores all ask for it."""
+        build = build_id()
+        if build != self._keys_build:
+            self._keys = {}
+            self._keys_build = build
+        key = self._keys.get(id)
+        if key is None:
+            key = ID_PREFIX + stable_digest("artifact", id.stable_hash(), build).encode()
+            self._keys[id] = key
+        return key
 
     @staticmethod
     def source_key(source: str) -> bytes:

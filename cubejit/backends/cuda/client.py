@@ -34,6 +34,7 @@ from cubejit.backends.cuda.launch import Launcher, arrays_apart
 from cubejit.backends.cuda.target import CudaTarget, fingerprint
 from cubejit.compile.id import ArtifactId
 from cubejit.compile.loader import KernelLoader
+from cubejit.compile.mirror import Mirror
 from cubejit.compile.recording import ServerLogger
 from cubejit.environment import ArtifactStore
 from cubejit.errors import BackendUnavailableError, LaunchError
@@ -76,12 +77,13 @@ class CudaClient:
         self.loader = KernelLoader(CudaTarget(self._context, self.compiler, store), parallelism)
         """The loader of this client's kernels."""
         self._logger = ServerLogger()
-        self._launchers: dict[Any, Callable[[Any, tuple[Any, ...]], None]] = {}
+        self._launchers: Mirror[Any, Callable[[Any, tuple[Any, ...]], None]] = (
+            self.loader.mirror()
+        )
         """The launch function of each spec launched, by the spec itself (specs compare by
-        identity, and the kernel keeps each of them for good). A switch of environment drops
-        them, as the loader drops what it loaded, so that each kernel loads again from (or is
-        stored into) the new one; the store tells the switch, so a launch reads nothing more."""
-        store.on_switch(self._forget_launchers)
+        identity, and the kernel keeps each of them for good). A mirror of the store, as the
+        loader's loaded kernels are: a switch of environment drops them, so that each kernel
+        loads again from (or is stored into) the new one."""
 
     def __repr__(self) -> str:
         return f"CudaClient(device={self.device}, {self.limits.name}, {self.arch})"
@@ -96,9 +98,6 @@ class CudaClient:
         if launcher is None:
             launcher = self._launcher(spec, args)
         launcher(cube_count, args)
-
-    def _forget_launchers(self) -> None:
-        self._launchers = {}
 
     def prepare(self, spec: Any) -> None:
         """Queues ``spec`` for the next batch (the next first launch, or
@@ -133,7 +132,7 @@ class CudaClient:
             variant=variant,
             load=load,
         ).launch
-        self._launchers[spec] = launch
+        self._launchers.put(spec, launch)
         return launch
 
     # Memory.

@@ -24,7 +24,6 @@ from typing import Any
 
 from cubejit.backends.cpu.artifact import CpuArtifact
 from cubejit.backends.cpu.compiler import CpuCompiler
-from cubejit.backends.cpu.fingerprint import cpu_fingerprint
 from cubejit.compile.id import ArtifactId
 from cubejit.compile.protocols import CompilationTarget
 from cubejit.environment.artifacts import ArtifactStore, Stored
@@ -60,7 +59,11 @@ class CpuTarget(CompilationTarget[int, CpuArtifact, CpuLoaded]):
         self, compiler: CpuCompiler | None = None, store: ArtifactStore | None = None
     ) -> None:
         self._compiler = compiler or CpuCompiler()
-        self.artifacts = store if store is not None else ArtifactStore("cpu", cpu_fingerprint())
+        self.artifacts = (
+            store
+            if store is not None
+            else ArtifactStore("cpu", self._compiler.toolchain.fingerprint())
+        )
         """The compilation store's namespace for this compiler's artifacts."""
         memory = [MEMORY_DIRECTORY] if os.access(MEMORY_DIRECTORY, os.W_OK | os.X_OK) else []
         self._load_folders = [*memory, tempfile.gettempdir()]

@@ -43,3 +43,23 @@ def test_the_environment_is_an_attribute_of_cubejit_imported_when_first_used(
         CUBEJIT_ENV="lazy",
     )
     assert found == {"before": False, "name": "lazy", "all": True}
+
+
+def test_a_warm_cpu_client_runs_no_compiler_probe_and_imports_no_rich(tmp_path: Path) -> None:
+    code = (
+        "import json, sys, subprocess\n"
+        "runs = []\n"
+        "real = subprocess.Popen.__init__\n"
+        "def watched(self, args, *a, **k):\n"
+        "    runs.append(list(args) if not isinstance(args, str) else [args])\n"
+        "    real(self, args, *a, **k)\n"
+        "subprocess.Popen.__init__ = watched\n"
+        "import cubejit as cj\n"
+        "cj.client('cpu')\n"
+        "print(json.dumps({'runs': runs, 'rich': 'rich' in sys.modules}))"
+    )
+    env = {"CUBEJIT_CACHE_DIR": str(tmp_path), "CUBEJIT_ENV": "probe"}
+    fresh(code, **env)
+    found = fresh(code, **env)
+    assert found["rich"] is False
+    assert found["runs"] == [], "a warm process runs no cc --version"

@@ -22,7 +22,7 @@ from typing import Any, Generic, TypeVar
 from cubejit import config
 from cubejit.compile.id import ArtifactId
 from cubejit.compile.mirror import Mirror
-from cubejit.compile.protocols import CompilationTarget, Kernel
+from cubejit.compile.protocols import CompilationTarget, Flight, Kernel
 from cubejit.compile.recording import (
     BatchRecord,
     CompilationRecording,
@@ -174,9 +174,11 @@ class _Batch(Generic[V, A, L]):
     """One batch: every kernel of it ends loaded or failed. Runs on the calling thread, which
     alone touches the target; workers lower and finalize.
 
-    Its phases: one look-up of every kernel in the store; claims on the missing ones (a store
-    shared by hosts may make this wait for another host's compile); the workers set on the
-    kernels left while the found ones load here; then each finished job handled as it comes.
+    Its phases: one look-up of every kernel in the store; a claim on each missing one, which
+    never waits (a store shared by hosts says whether this host or another compiles it); the
+    workers set on this host's kernels while the found ones load here, and each finished job
+    handled as it comes; last, once this host's own kernels are done (and its claims given
+    back), a wait for each kernel another host is compiling, compiled here if that fails.
     """
 
     def __init__(self, target: CompilationTarget[V, A, L], parallelism: int, logger: ServerLogger):
@@ -204,21 +206,29 @@ class _Batch(Generic[V, A, L]):
             for id, kernel in jobs.items()
         ]
         found = self._stored_many()
-        missing: list[_Trip[V]] = []
+        here: list[_Trip[V]] = []
+        elsewhere: list[_Trip[V]] = []
         for trip in self.trips:
             if trip.id in found:
                 continue
-            artifact = self._claim(trip)
-            if artifact is None:
-                missing.append(trip)
+            claimed = self._claim(trip)
+            if claimed is Flight.HERE:
+                here.append(trip)
+            elif claimed is Flight.ELSEWHERE:
+                elsewhere.append(trip)
             else:
-                found[trip.id] = artifact
+                found[trip.id] = claimed
         finished = False
         try:
-            self._lower_all(missing)
+            self._lower_all(here)
             for trip in self.trips:
                 artifact = found.get(trip.id)
                 if artifact is not None and not self._load_stored(trip, artifact):
+                    self._lower_all([trip])
+            self._drain()
+            for trip in elsewhere:
+                artifact = self._wait_for(trip)
+                if artifact is None or not self._load_stored(trip, artifact):
                     self._lower_all([trip])
             self._drain()
             finished = True
@@ -236,11 +246,20 @@ class _Batch(Generic[V, A, L]):
             self.logger.logger.warning("the store cannot be read, so the batch compiles: %s", e)
             return {}
 
-    def _claim(self, trip: _Trip[V]) -> A | None:
+    def _claim(self, trip: _Trip[V]) -> A | Flight:
         try:
             return self.target.claim(trip.id)
         except Exception as e:
             self.logger.debug("%s: cannot be claimed, so it is compiled here: %s", trip.id, e)
+            return Flight.HERE
+
+    def _wait_for(self, trip: _Trip[V]) -> A | None:
+        """Last in a batch, when this host's own kernels are done and its claims given back:
+        the artifact another host was compiling, or ``None`` (compile it here)."""
+        try:
+            return self.target.wait_for(trip.id)
+        except Exception as e:
+            self.logger.debug("%s: cannot be waited for, so it is compiled here: %s", trip.id, e)
             return None
 
     def _abandon_unfinished(self) -> None:

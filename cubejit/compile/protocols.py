@@ -14,6 +14,7 @@ compiler need not subclass :class:`ArtifactCompiler`.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
@@ -27,6 +28,16 @@ Lowered = TypeVar("Lowered")
 Artifact = TypeVar("Artifact")
 ArtifactOut = TypeVar("ArtifactOut", covariant=True)
 LoadedOut = TypeVar("LoadedOut", covariant=True)
+
+
+class Flight(enum.Enum):
+    """Who compiles a kernel the store lacks, when hosts share the store (single flight)."""
+
+    HERE = "here"
+    """This host: it holds the kernel's claim, or the store is not shared."""
+    ELSEWHERE = "elsewhere"
+    """Another host compiles it now: the batch waits for it last, once its own kernels are
+    done (so two hosts never wait on each other's claims)."""
 
 
 @runtime_checkable
@@ -104,10 +115,17 @@ class CompilationTarget(Protocol[Variant, Artifact, LoadedOut]):
                 found[id] = artifact
         return found
 
-    def claim(self, id: ArtifactId[Variant]) -> Artifact | None:
-        """After a miss, for a store shared by several hosts: the artifact when another host
-        compiled ``id`` meanwhile (this may wait for it); ``None`` when this host compiles it,
-        and then :meth:`store` or :meth:`abandon` ends the claim. By default ``None`` at once."""
+    def claim(self, id: ArtifactId[Variant]) -> Artifact | Flight:
+        """After a miss, one look that never waits, for a store shared by several hosts: the
+        artifact when another host stored it meanwhile; :attr:`Flight.HERE` when this host
+        compiles it (then :meth:`store` or :meth:`abandon` ends the claim);
+        :attr:`Flight.ELSEWHERE` when another host is compiling it. By default ``HERE``."""
+        return Flight.HERE
+
+    def wait_for(self, id: ArtifactId[Variant]) -> Artifact | None:
+        """The artifact of a kernel :meth:`claim` found :attr:`Flight.ELSEWHERE`, once that
+        host stored it (this may wait); ``None`` when this host compiles it after all. By
+        default ``None``."""
         return None
 
     def abandon(self, id: ArtifactId[Variant]) -> None:

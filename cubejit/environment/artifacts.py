@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from cubejit.compile.id import ArtifactId, stable_digest
+from cubejit.compile.protocols import Flight
 from cubejit.environment import fleet
 from cubejit.environment.build import build_id, version
 from cubejit.environment.manager import ENVIRONMENTS
@@ -161,13 +162,26 @@ class ArtifactStore:
                     log.debug("%s: its record names the missing %s", id, source_key.decode())
         return found
 
-    def claim(self, id: ArtifactId[Any]) -> Stored | None:
-        """After a miss: with a fleet's shared store, claims ``id`` (see
-        :meth:`~cubejit.environment.fleet.FleetStore.claim`): waits while another host compiles
-        it and returns its artifact; ``None`` means this host compiles it, and :meth:`store` or
-        :meth:`abandon` ends the claim. Without one, ``None`` at once."""
-        key = self.key(id)
-        if fleet.claim(self._store, key) is None:
+    def claim(self, id: ArtifactId[Any]) -> Stored | Flight:
+        """After a miss, one look that never waits: with a fleet's shared store, the artifact
+        when another host stored it, :attr:`~cubejit.compile.protocols.Flight.ELSEWHERE` when
+        another host is compiling it (see :meth:`wait_for`), else
+        :attr:`~cubejit.compile.protocols.Flight.HERE`: this host compiles it, and
+        :meth:`store` or :meth:`abandon` ends the claim (see
+        :meth:`~cubejit.environment.fleet.FleetStore.claim_now`)."""
+        found = fleet.claim_now(self._store, self.key(id))
+        if found is fleet.Claim.HELD:
+            return Flight.ELSEWHERE
+        if isinstance(found, bytes):
+            stored = self.stored(id)
+            if stored is not None:
+                return stored
+        return Flight.HERE
+
+    def wait_for(self, id: ArtifactId[Any]) -> Stored | None:
+        """The artifact of a kernel another host was compiling, once stored; ``None`` when
+        this host compiles it after all (and then holds its claim)."""
+        if fleet.wait_for(self._store, self.key(id)) is None:
             return None
         return self.stored(id)
 

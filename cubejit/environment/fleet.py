@@ -337,6 +337,30 @@ class FleetStore:
         except Offline:
             return None
 
+    def claim_now(self, key: bytes) -> bytes | Claim:
+        """After a miss everywhere, one look that never waits: the value when another host
+        stored it (kept locally); :attr:`Claim.TAKEN` when this process compiles it (it holds
+        the lease now, or the server cannot serve); :attr:`Claim.HELD` when another host's
+        lease is live, and the caller asks :meth:`wait_for` once its own work is done."""
+        leases = self.fleet.leases
+        try:
+            found, _ = leases.acquire(self.namespace, key, self._entry(key))
+            if found is Claim.HELD:
+                return Claim.HELD
+            value = self._fetch(key) if found is Claim.STORED else self._acquired(key)
+        except Offline:
+            return Claim.TAKEN
+        return Claim.TAKEN if value is None else value
+
+    def wait_for(self, key: bytes) -> bytes | None:
+        """Waits for the host holding ``key``'s lease (at most :attr:`Leases.patience`): its
+        value, or ``None`` when this process compiles it after all (it took the lease from a
+        holder that gave up or was lost, waited too long, or the server cannot serve)."""
+        try:
+            return self._wait(key)
+        except Offline:
+            return None
+
     def _entry(self, key: bytes) -> str:
         return self.fleet.storage.entry_key(self.namespace, key)
 
@@ -424,6 +448,17 @@ def _warn_no_client(url: str) -> None:
 def claim(store: Any, key: bytes) -> bytes | None:
     """:meth:`FleetStore.claim` for a fleet store; ``None`` (compile) for any other store."""
     return store.claim(key) if isinstance(store, FleetStore) else None
+
+
+def claim_now(store: Any, key: bytes) -> bytes | Claim:
+    """:meth:`FleetStore.claim_now` for a fleet store; :attr:`Claim.TAKEN` (compile here) for
+    any other store."""
+    return store.claim_now(key) if isinstance(store, FleetStore) else Claim.TAKEN
+
+
+def wait_for(store: Any, key: bytes) -> bytes | None:
+    """:meth:`FleetStore.wait_for` for a fleet store; ``None`` (compile here) for any other."""
+    return store.wait_for(key) if isinstance(store, FleetStore) else None
 
 
 def abandon(store: Any, key: bytes) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from cubejit.compile.id import ArtifactId, KernelId
 from cubejit.compile.loader import KernelLoader
-from cubejit.compile.protocols import CompilationTarget
+from cubejit.compile.protocols import CompilationTarget, Flight
 
 
 class Kernel:
@@ -51,8 +51,8 @@ class ClaimingTarget(CompilationTarget[Any, str, str]):
     def stored(self, id: ArtifactId[Any]) -> None:
         return None
 
-    def claim(self, id: ArtifactId[Any]) -> None:
-        return None
+    def claim(self, id: ArtifactId[Any]) -> Flight:
+        return Flight.HERE
 
     def stored_for_source(self, source: str) -> None:
         return None

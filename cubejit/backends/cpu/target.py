@@ -25,7 +25,7 @@ from typing import Any
 from cubejit.backends.cpu.artifact import CpuArtifact
 from cubejit.backends.cpu.compiler import CpuCompiler
 from cubejit.compile.id import ArtifactId
-from cubejit.compile.protocols import CompilationTarget
+from cubejit.compile.protocols import CompilationTarget, Flight
 from cubejit.environment.artifacts import ArtifactStore, Stored
 from cubejit.errors import CompilationError
 
@@ -88,9 +88,15 @@ class CpuTarget(CompilationTarget[int, CpuArtifact, CpuLoaded]):
                 found[id] = artifact
         return found
 
-    def claim(self, id: ArtifactId[int]) -> CpuArtifact | None:
-        parts = self.artifacts.claim(id)
-        return None if parts is None else self._artifact(parts, id, None)
+    def claim(self, id: ArtifactId[int]) -> CpuArtifact | Flight:
+        found = self.artifacts.claim(id)
+        if isinstance(found, Flight):
+            return found
+        return self._artifact(found, id, None) or Flight.HERE
+
+    def wait_for(self, id: ArtifactId[int]) -> CpuArtifact | None:
+        found = self.artifacts.wait_for(id)
+        return None if found is None else self._artifact(found, id, None)
 
     def stored_for_source(self, source: str) -> CpuArtifact | None:
         parts = self.artifacts.stored_for_source(source)

@@ -31,7 +31,7 @@ from cubejit.backends.cuda.artifact import CudaArtifact, ParamSlot
 from cubejit.backends.cuda.compiler import CudaCompiler
 from cubejit.backends.cuda.driver import call, driver_module
 from cubejit.compile.id import ArtifactId
-from cubejit.compile.protocols import CompilationTarget
+from cubejit.compile.protocols import CompilationTarget, Flight
 from cubejit.environment.artifacts import ArtifactStore, Stored
 from cubejit.environment.build import version
 from cubejit.environment.manager import ENVIRONMENTS
@@ -159,9 +159,15 @@ class CudaTarget(CompilationTarget[Variant, CudaArtifact, CudaKernelHandle]):
                     found[id] = replace(artifact, cubin=b"")
         return found
 
-    def claim(self, id: ArtifactId[Variant]) -> CudaArtifact | None:
-        entry = self._store.claim(id)
-        return None if entry is None else self._decoded(entry, id, None)
+    def claim(self, id: ArtifactId[Variant]) -> CudaArtifact | Flight:
+        found = self._store.claim(id)
+        if isinstance(found, Flight):
+            return found
+        return self._decoded(found, id, None) or Flight.HERE
+
+    def wait_for(self, id: ArtifactId[Variant]) -> CudaArtifact | None:
+        found = self._store.wait_for(id)
+        return None if found is None else self._decoded(found, id, None)
 
     def stored_for_source(self, source: str) -> CudaArtifact | None:
         entry = self._store.stored_for_source(source)

@@ -101,6 +101,7 @@ class CudaTarget(CompilationTarget[Variant, CudaArtifact, CudaKernelHandle]):
         self._store = store
         self._modules: list[Any] = []
         self._warned_ptx = False
+        self._older: tuple[int, list[str]] | None = None
 
     def compiler(self) -> CudaCompiler:
         return self._compiler
@@ -133,18 +134,8 @@ class CudaTarget(CompilationTarget[Variant, CudaArtifact, CudaKernelHandle]):
     ) -> dict[ArtifactId[Variant], CudaArtifact]:
         """For kernels this GPU's namespace lacks: the portable PTX stored for the newest
         older architecture, as artifacts without a cubin (the driver compiles them at load)."""
-        major, minor = self._compiler.limits.compute_capability
-        mine = major * 10 + minor
-        older = []
-        for summary in ENVIRONMENTS.namespaces():
-            backend, _, rest = summary.namespace.partition("/")
-            cubejit_version, _, found_print = rest.partition("/")
-            match = _FINGERPRINT.fullmatch(found_print)
-            if backend == "cuda" and cubejit_version == version() and match is not None:
-                if int(match.group(1)) < mine:
-                    older.append((int(match.group(1)), found_print))
         found: dict[ArtifactId[Variant], CudaArtifact] = {}
-        for _, found_print in sorted(older, reverse=True):
+        for found_print in self._older_fingerprints():
             wanted = [id for id in ids if id not in found]
             if not wanted:
                 break
@@ -175,6 +166,25 @@ class CudaTarget(CompilationTarget[Variant, CudaArtifact, CudaKernelHandle]):
 
     def discard(self, id: ArtifactId[Variant] | None, source: str | None, why: str) -> None:
         self._store.discard(id, source, why)
+
+    def _older_fingerprints(self) -> list[str]:
+        """The fingerprints of the active environment's CUDA namespaces for older GPUs than
+        this one, the newest first; listed once per environment (a miss may ask again)."""
+        generation = self.generation()
+        if self._older is not None and self._older[0] == generation:
+            return self._older[1]
+        major, minor = self._compiler.limits.compute_capability
+        mine = major * 10 + minor
+        older = []
+        for summary in ENVIRONMENTS.namespaces():
+            backend, _, rest = summary.namespace.partition("/")
+            cubejit_version, _, found_print = rest.partition("/")
+            match = _FINGERPRINT.fullmatch(found_print)
+            if backend == "cuda" and cubejit_version == version() and match is not None:
+                if int(match.group(1)) < mine:
+                    older.append((int(match.group(1)), found_print))
+        self._older = (generation, [name for _, name in sorted(older, reverse=True)])
+        return self._older[1]
 
     def load(self, id: ArtifactId[Variant], artifact: CudaArtifact) -> CudaKernelHandle:
         """Loads the cubin into the context (compiling an artifact's PTX with the driver first

@@ -36,15 +36,15 @@ def scaled(x: cj.Array[cj.f32], out: cj.Array[cj.f32], tag: cj.Comptime[int]):
         out[i] = x[i] * 3.0 - 1.0
 
 
-def launch_all(client: CpuClient, tags: range) -> None:
+def launch_all(client: CpuClient, tags: range, kernel: cj.Kernel = scaled) -> None:
     rng = np.random.default_rng(7)
     for tag in tags:
-        scaled.prepare(client, CUBE, tag=tag)
+        kernel.prepare(client, CUBE, tag=tag)
     client.compile_queued()
     for tag in tags:
         x = rng.random(N, dtype=np.float32)
         out = client.empty(N, cj.f32)
-        scaled.launch(client, cj.cdiv(N, CUBE), CUBE, client.to_device(x), out, tag=tag)
+        kernel.launch(client, cj.cdiv(N, CUBE), CUBE, client.to_device(x), out, tag=tag)
         np.testing.assert_allclose(out.array, x * np.float32(3.0) - np.float32(1.0), rtol=1e-6)
 
 
@@ -92,9 +92,12 @@ def test_a_second_process_loads_every_kernel_of_one_source_from_its_one_copy(
     launch_all(CpuClient(target=CpuTarget()), range(KERNELS))
     ENVIRONMENTS.reset()
     before = compiler_runs.count
-    launch_all(CpuClient(target=CpuTarget()), range(KERNELS))
+    fresh = cj.kernel(scaled.fn)
+    launch_all(CpuClient(target=CpuTarget()), range(KERNELS), fresh)
     assert compiler_runs.count == before
     assert outcomes[-KERNELS:] == ["loaded"] * KERNELS
+    specs = [fresh.specialize(CUBE, tag=tag) for tag in range(KERNELS)]
+    assert all(spec._ir is None for spec in specs), "a warm first launch translates nothing"
 
 
 def test_an_environment_of_the_old_layout_with_bytes_under_each_id_is_read(

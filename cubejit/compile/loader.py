@@ -81,7 +81,7 @@ class KernelLoader(Generic[V, A, L]):
     further. The loader is used from one thread, the one owning the device. The loaded kernels
     of a persisting target are a :class:`~cubejit.compile.mirror.Mirror` of its store: when
     its generation changes (an environment switch), every loaded kernel is dropped and loads
-    again. :meth:`mirror` gives a client a map bound the same way, for what it builds on them.
+    again; :meth:`generation` binds a client's own mirrors the same way.
     """
 
     def __init__(self, target: CompilationTarget[V, A, L], parallelism: int | None = None) -> None:
@@ -95,11 +95,12 @@ class KernelLoader(Generic[V, A, L]):
         self._failed: dict[ArtifactId[V], BaseException] = {}
         self._logger: ServerLogger | None = None
 
-    def mirror(self) -> Mirror[Any, Any]:
-        """A new map bound to this loader's store as its loaded kernels are (emptied at every
-        environment switch): for what a client builds on loaded kernels, such as launch
-        functions."""
-        return Mirror(self._generation)
+    def generation(self) -> int:
+        """The generation this loader's kernels are bound to now: a
+        :class:`~cubejit.compile.mirror.Mirror` made with this method as its source is emptied
+        whenever the loaded kernels are (for what a client builds on them, such as launch
+        functions). Constant for a target that does not persist."""
+        return self._generation()
 
     def get(self, id: ArtifactId[V]) -> L | None:
         """The loaded kernel for ``id``, or ``None``. On every launch's path: one dict lookup,

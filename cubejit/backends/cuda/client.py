@@ -77,7 +77,9 @@ class CudaClient:
         self.loader = KernelLoader(CudaTarget(self._context, self.compiler, store), parallelism)
         """The loader of this client's kernels."""
         self._logger = ServerLogger()
-        self._launchers: Mirror[Any, Callable[[Any, tuple[Any, ...]], None]] = self.loader.mirror()
+        self._launchers: Mirror[Any, Callable[[Any, tuple[Any, ...]], None]] = Mirror(
+            self.loader.generation
+        )
         """The launch function of each spec launched, by the spec itself (specs compare by
         identity, and the kernel keeps each of them for good). A mirror of the store, as the
         loader's loaded kernels are: a switch of environment drops them, so that each kernel

@@ -39,7 +39,11 @@ for cube, launch, expected in (
     out = client.empty(2048, cj.f32)
     launch(client.to_device(host), out)
     right = right and np.allclose(client.read(out), expected(host), rtol=1e-5)
-print(json.dumps({{"compilations": client.compiler.compilations, "right": bool(right)}}))
+print(json.dumps({{
+    "compilations": client.compiler.compilations,
+    "right": bool(right),
+    "nvrtc_loaded": "cuda.bindings.nvrtc" in sys.modules,
+}}))
 """
 
 
@@ -87,7 +91,7 @@ def test_a_bundle_warmed_without_a_gpu_launches_here_with_zero_nvrtc_runs(
     host = tmp_path / "gpu-host"
     run(host, "-m", "cubejit", "env", "import", str(bundle))
     report, _ = launched(host)
-    assert report == {"compilations": 0, "right": True}
+    assert report == {"compilations": 0, "right": True, "nvrtc_loaded": False}
 
 
 def test_a_gpu_newer_than_every_stored_cubin_loads_the_ptx_once_then_the_drivers_cubin(
@@ -108,8 +112,8 @@ def test_a_gpu_newer_than_every_stored_cubin_loads_the_ptx_once_then_the_drivers
         "sm_80",
     )
     first, warnings = launched(root)
-    assert first == {"compilations": 0, "right": True}
+    assert first == {"compilations": 0, "right": True, "nvrtc_loaded": False}
     assert warnings.count("the driver compiled the PTX") == 1
     second, warnings = launched(root)
-    assert second == {"compilations": 0, "right": True}
+    assert second == {"compilations": 0, "right": True, "nvrtc_loaded": False}
     assert "the driver compiled the PTX" not in warnings

@@ -144,6 +144,8 @@ def _convert(value: object, kind: type, where: str, key: str) -> object:
         return number
     if not isinstance(value, str):
         raise ConfigError(f"{where}: {key} must be a string, not {value!r}")
+    if not value.strip():
+        raise ConfigError(f"{where}: {key} must not be empty, not {value!r}")
     if kind is Path:
         return Path(value).expanduser()
     return value

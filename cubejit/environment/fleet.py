@@ -244,6 +244,7 @@ class Shared:
     """One server of this process: its storage (which signs and checks) and its leases."""
 
     def __init__(self, url: str, settings: config.Settings) -> None:
+        config.check_store(url, "CUBEJIT_STORE")
         lease_s = config.store_lease(url, "CUBEJIT_STORE") or DEFAULT_LEASE_S
         self.storage = RedisStorage(url, settings.store_timeout, signer(settings))
         self.leases = Leases(

@@ -166,12 +166,12 @@ def test_a_waiting_host_backs_off_to_a_few_commands_a_second(host, redis_server)
     b = host(lease=0.1, compile_timeout=2.0)
     client = redis_server.client()
     name = b.fleet.leases.lease_key(NS, b"k")
-    client.set(name, _stated(client, 60), px=150)
+    client.set(name, _stated(client, 60), px=300)
     stop = threading.Event()
 
     def hold() -> None:
         while not stop.wait(0.05):
-            client.pexpire(name, 150)
+            client.pexpire(name, 300)
 
     holder = threading.Thread(target=hold)
     holder.start()
@@ -193,7 +193,7 @@ def test_a_waiting_host_backs_off_to_a_few_commands_a_second(host, redis_server)
 
 
 def test_a_host_waits_on_a_lease_no_longer_than_the_lease_and_the_compile_timeout(host):
-    a = host(lease=0.2, compile_timeout=60.0)
+    a = host(lease=1.0, compile_timeout=60.0)
     b = host(lease=0.2, compile_timeout=2.0)
     assert a.claim(b"k") is None
     started = time.monotonic()

@@ -12,7 +12,16 @@ from cli_runner import EXAMPLES, Cubejit, command
 
 from cubejit.environment.value import decode
 
-pytest.importorskip("cuda.bindings.nvrtc", reason="needs NVRTC (pip install 'cubejit[cuda]')")
+
+@pytest.fixture(autouse=True)
+def nvrtc_here() -> None:
+    from cubejit.backends.cuda.nvrtc import version
+    from cubejit.errors import BackendUnavailableError
+
+    try:
+        version()
+    except BackendUnavailableError as e:
+        pytest.skip(f"needs the CUDA packages: {e}")
 
 
 def namespaces(database: Path) -> dict[str, list[tuple[bytes, bytes]]]:

@@ -65,8 +65,11 @@ def _checked(result: tuple, what: str) -> tuple:
 @functools.cache
 def version() -> tuple[int, int]:
     """NVRTC's ``(major, minor)``; part of every CUDA artifact's namespace. From the wheel's
-    metadata when the ``nvidia-cuda-nvrtc`` wheel is installed (NVRTC's bindings load it
-    before any other), else asked of the library."""
+    metadata when the ``nvidia-cuda-nvrtc`` wheel and NVRTC's bindings are installed (the
+    bindings load that wheel's library before any other), else asked of the library.
+    :class:`BackendUnavailableError` without the bindings."""
+    if not available():
+        nvrtc_module()
     return wheel_version() or loaded_version()
 
 

@@ -19,7 +19,7 @@ from cubejit.backends.cuda.target import CudaTarget, fingerprint
 from cubejit.compile.id import ArtifactId
 from cubejit.environment.artifacts import ArtifactStore
 
-pytest.importorskip("cuda.bindings.nvrtc", reason="needs NVRTC (pip install 'cubejit[cuda]')")
+pytestmark = pytest.mark.cuda_packages
 
 SPECS = [case.spec for case in all_cases()[:3]]
 

@@ -11,7 +11,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-HEAVY = ("sqlite3", "rich", "cuda", "cuda.bindings", "redis", "cubejit.environment")
+HEAVY = (
+    "sqlite3",
+    "rich",
+    "cuda",
+    "cuda.bindings",
+    "redis",
+    "cubejit.environment",
+    "cubejit.compile.loader",
+)
 
 
 def fresh(code: str, **environ: str) -> dict[str, object]:

@@ -14,11 +14,12 @@ again, never a crash. A write the disk refuses is an :attr:`InsertOutcome.FAILED
 
 from __future__ import annotations
 
+import functools
 import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -170,9 +171,7 @@ class SqliteStorage:
             for start in range(0, len(wanted), _KEYS_PER_QUERY):
                 part = wanted[start : start + _KEYS_PER_QUERY]
                 query = SELECT_VALUES.format(", ".join("?" * len(part)))
-                rows += self._run(
-                    lambda c, q=query, p=part: c.execute(q, (namespace, *p)).fetchall()
-                )
+                rows += self._run(functools.partial(_fetch_all, query, (namespace, *part)))
         except (sqlite3.Error, StoreError) as e:
             log.debug("cannot read %s: %s", self.path, e)
             return {}
@@ -308,7 +307,7 @@ class SqliteStorage:
         except (sqlite3.Error, StoreError) as e:
             log.debug("cannot write %s: %s", self.path, e)
 
-    def _write_many(self, statement: str, rows: list[tuple[object, ...]]) -> None:
+    def _write_many(self, statement: str, rows: Sequence[tuple[object, ...]]) -> None:
         def write(connection: sqlite3.Connection) -> None:
             with immediate(connection):
                 connection.executemany(statement, rows)
@@ -339,6 +338,12 @@ class SqliteStorage:
         except Damaged as e:
             raise StoreError(f"cannot rebuild {self.path}: {e}") from None
         self._inode = inode(self.path)
+
+
+def _fetch_all(
+    query: str, parameters: tuple[object, ...], connection: sqlite3.Connection
+) -> list[tuple[bytes, bytes, float]]:
+    return connection.execute(query, parameters).fetchall()
 
 
 def _check_and_write(

@@ -27,6 +27,7 @@ test: $(VENV)/.installed-test
 lint: $(VENV)/.installed-test
 	$(PY) -m ruff check cubejit tests benchmarks examples
 	$(PY) -m ruff format --check cubejit tests benchmarks examples
+	$(PY) -m mypy --follow-imports=silent cubejit/showcase.py examples
 
 format: $(VENV)/.installed-test
 	$(PY) -m ruff format cubejit tests benchmarks examples

@@ -1,7 +1,10 @@
-"""cubejit's CPU backend beside numpy and Numba: saxpy, a fused chain, launch overhead.
+"""cubejit's CPU backend beside numpy and Numba: saxpy, a fused chain, 2-D tensors, launches.
 
 Prints one table: the median time of each contender and its ratio to numpy (above 1 means
-faster than numpy). Numba's ``@njit(parallel=True)`` joins when it is installed. Kernels are
+faster than numpy). Numba's ``@njit(parallel=True)`` joins when it is installed. The 2-D cases
+run ``out = a * x + y`` on square tensors of as many elements as the 1-D saxpy, ``x`` contiguous
+or transposed (a view, no copy; numpy computes ``a * x.T + y``); a last line gives the
+contiguous 2-D case against the 1-D saxpy. Kernels are
 compiled (and Numba's functions jitted) before timing starts; within a case the contenders take
 turns, so load from other processes falls on each alike.
 
@@ -19,6 +22,20 @@ import numpy as np
 
 import cubejit as cj
 from cubejit.showcase import saxpy, tanh_chain
+
+
+@cj.kernel
+def saxpy_2d(a: cj.f32, x: cj.Tensor[cj.f32], y: cj.Tensor[cj.f32], out: cj.Tensor[cj.f32]):
+    c = cj.ABSOLUTE_POS_X
+    r = cj.ABSOLUTE_POS_Y
+    if c < out.shape(1):
+        out[r, c] = a * x[r, c] + y[r, c]
+
+
+CONTIGUOUS_CUBE = (256, 1)
+"""Cubes of a row each: the contiguous tensor is read as the 1-D saxpy reads its arrays."""
+TRANSPOSED_CUBE = (8, 32)
+"""Tiles of 8 columns by 32 rows: the transposed reads of a cube stay in a few cache lines."""
 
 
 @cj.kernel
@@ -94,6 +111,28 @@ def main() -> None:
         "numpy": lambda: np.tanh(a * x + y) * z,
         "cubejit": cj_chain,
     }
+    side = 2 ** (options.size_log2 // 2)
+    grid = client.empty((side, side), cj.f32).array
+    grid[...] = rng.random((side, side), dtype=np.float32)
+    x2, y2, out2 = grid, x[: side * side].reshape(side, side), np.empty((side, side), np.float32)
+    x2t = x2.T
+
+    def cj_2d(source: np.ndarray, cube: tuple[int, int]) -> None:
+        count = (cj.cdiv(side, cube[0]), cj.cdiv(side, cube[1]))
+        saxpy_2d.launch(client, count, cube, a, source, y2, out2)
+
+    cj_2d(x2, CONTIGUOUS_CUBE)
+    np.testing.assert_allclose(out2, a * x2 + y2, rtol=1e-6)
+    cj_2d(x2t, TRANSPOSED_CUBE)
+    np.testing.assert_allclose(out2, a * x2t + y2, rtol=1e-6)
+    contiguous_runs: dict[str, Callable[[], object]] = {
+        "numpy": lambda: a * x2 + y2,
+        "cubejit": lambda: cj_2d(x2, CONTIGUOUS_CUBE),
+    }
+    transposed_runs: dict[str, Callable[[], object]] = {
+        "numpy": lambda: a * x2t + y2,
+        "cubejit": lambda: cj_2d(x2t, TRANSPOSED_CUBE),
+    }
     small = np.zeros(16, np.float32)
     touch.launch(client, 1, 16, small)
     launch_runs: dict[str, Callable[[], object]] = {
@@ -110,21 +149,35 @@ def main() -> None:
     for case, runs, repeat in (
         ("saxpy", saxpy_runs, options.repeat),
         ("chain", chain_runs, options.repeat),
+        ("2-D contiguous", contiguous_runs, options.repeat),
+        ("2-D transposed", transposed_runs, options.repeat),
         ("launch, 16 elements", launch_runs, launches),
     ):
         rows += [(case, who, t) for who, t in interleaved_medians(runs, repeat).items()]
 
     print(
-        f"float32, n = 2**{options.size_log2}, median of {options.repeat} runs "
+        f"float32, n = 2**{options.size_log2} (2-D: {side}x{side}), "
+        f"median of {options.repeat} runs "
         f"(launch: median of {launches}); ratio = numpy time / contender time"
     )
     print(f"{'case':<22}{'contender':<11}{'median':>12}{'vs numpy':>10}")
     baseline = {case: seconds for case, who, seconds in rows if who == "numpy"}
-    order = {"saxpy": 0, "chain": 1, "launch, 16 elements": 2}
+    order = {
+        "saxpy": 0,
+        "chain": 1,
+        "2-D contiguous": 2,
+        "2-D transposed": 3,
+        "launch, 16 elements": 4,
+    }
     for case, who, seconds in sorted(rows, key=lambda r: (order[r[0]], r[1] != "numpy")):
         shown = f"{seconds * 1e6:.2f} us" if seconds < 1e-3 else f"{seconds * 1e3:.2f} ms"
         ratio = f"{baseline[case] / seconds:.2f}x" if case in baseline else ""
         print(f"{case:<22}{who:<11}{shown:>12}{ratio:>10}")
+    ours = {case: seconds for case, who, seconds in rows if who == "cubejit"}
+    print(
+        f"2-D contiguous ({side}x{side}) against the 1-D saxpy: "
+        f"{ours['saxpy'] / ours['2-D contiguous']:.2f}x (1.00 = as fast)"
+    )
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from cubejit.compile.id import ArtifactId, KernelId
 from cubejit.errors import (
@@ -18,37 +19,155 @@ from cubejit.errors import (
     CubejitError,
     LaunchError,
     StoreError,
+    TuneError,
     UnsupportedError,
     ValidationError,
 )
-from cubejit.ir.nodes import Position
-from cubejit.ir.types import bf16, bool_, f16, f32, f64, i32, i64, u32, u64
-from cubejit.lang import (
-    Array,
-    Comptime,
-    Kernel,
-    KernelSpec,
-    abs,
-    cdiv,
-    ceil,
-    cos,
-    erf,
-    exp,
-    floor,
-    fma,
-    function,
-    kernel,
-    log,
-    max,
-    min,
-    pow,
-    sin,
-    sqrt,
-    tan,
-    tanh,
-    unroll,
-)
+from cubejit.lang import Kernel, KernelSpec
 from cubejit.runtime import client
+from cubejit.tune import Tunable, Tuner, anchor
+
+if TYPE_CHECKING:
+    # What the language means inside a kernel, for mypy, pyright and editors (see the stub).
+    from cubejit.lang.editor_types import (
+        ABSOLUTE_POS,
+        ABSOLUTE_POS_X,
+        ABSOLUTE_POS_Y,
+        ABSOLUTE_POS_Z,
+        CUBE_COUNT,
+        CUBE_COUNT_X,
+        CUBE_COUNT_Y,
+        CUBE_COUNT_Z,
+        CUBE_DIM,
+        CUBE_DIM_X,
+        CUBE_DIM_Y,
+        CUBE_DIM_Z,
+        CUBE_POS,
+        CUBE_POS_X,
+        CUBE_POS_Y,
+        CUBE_POS_Z,
+        UNIT_POS,
+        UNIT_POS_X,
+        UNIT_POS_Y,
+        UNIT_POS_Z,
+        Array,
+        Comptime,
+        Tensor,
+        abs,
+        acos,
+        acosh,
+        asin,
+        asinh,
+        atan,
+        atan2,
+        atanh,
+        bf16,
+        bitcast,
+        bool_,
+        cdiv,
+        ceil,
+        cos,
+        cosh,
+        erf,
+        exp,
+        exp2,
+        f16,
+        f32,
+        f64,
+        floor,
+        fma,
+        function,
+        hypot,
+        i8,
+        i16,
+        i32,
+        i64,
+        isinf,
+        isnan,
+        kernel,
+        log,
+        log2,
+        max,
+        min,
+        pow,
+        round,
+        sin,
+        sinh,
+        sqrt,
+        tan,
+        tanh,
+        trunc,
+        u8,
+        u16,
+        u32,
+        u64,
+        unroll,
+    )
+else:
+    from cubejit.ir.nodes import Position
+    from cubejit.ir.types import bf16, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
+    from cubejit.lang import (
+        Array,
+        Comptime,
+        Tensor,
+        abs,
+        acos,
+        acosh,
+        asin,
+        asinh,
+        atan,
+        atan2,
+        atanh,
+        bitcast,
+        cdiv,
+        ceil,
+        cos,
+        cosh,
+        erf,
+        exp,
+        exp2,
+        floor,
+        fma,
+        function,
+        hypot,
+        isinf,
+        isnan,
+        kernel,
+        log,
+        log2,
+        max,
+        min,
+        pow,
+        round,
+        sin,
+        sinh,
+        sqrt,
+        tan,
+        tanh,
+        trunc,
+        unroll,
+    )
+
+    ABSOLUTE_POS = Position.ABSOLUTE_POS
+    ABSOLUTE_POS_X = Position.ABSOLUTE_POS_X
+    ABSOLUTE_POS_Y = Position.ABSOLUTE_POS_Y
+    ABSOLUTE_POS_Z = Position.ABSOLUTE_POS_Z
+    UNIT_POS = Position.UNIT_POS
+    UNIT_POS_X = Position.UNIT_POS_X
+    UNIT_POS_Y = Position.UNIT_POS_Y
+    UNIT_POS_Z = Position.UNIT_POS_Z
+    CUBE_POS = Position.CUBE_POS
+    CUBE_POS_X = Position.CUBE_POS_X
+    CUBE_POS_Y = Position.CUBE_POS_Y
+    CUBE_POS_Z = Position.CUBE_POS_Z
+    CUBE_DIM = Position.CUBE_DIM
+    CUBE_DIM_X = Position.CUBE_DIM_X
+    CUBE_DIM_Y = Position.CUBE_DIM_Y
+    CUBE_DIM_Z = Position.CUBE_DIM_Z
+    CUBE_COUNT = Position.CUBE_COUNT
+    CUBE_COUNT_X = Position.CUBE_COUNT_X
+    CUBE_COUNT_Y = Position.CUBE_COUNT_Y
+    CUBE_COUNT_Z = Position.CUBE_COUNT_Z
 
 __version__ = "0.1.0"
 
@@ -62,27 +181,6 @@ def __getattr__(name: str) -> ModuleType:
         return importlib.import_module(f"cubejit.{name}")
     raise AttributeError(f"module 'cubejit' has no attribute {name!r}")
 
-
-ABSOLUTE_POS = Position.ABSOLUTE_POS
-ABSOLUTE_POS_X = Position.ABSOLUTE_POS_X
-ABSOLUTE_POS_Y = Position.ABSOLUTE_POS_Y
-ABSOLUTE_POS_Z = Position.ABSOLUTE_POS_Z
-UNIT_POS = Position.UNIT_POS
-UNIT_POS_X = Position.UNIT_POS_X
-UNIT_POS_Y = Position.UNIT_POS_Y
-UNIT_POS_Z = Position.UNIT_POS_Z
-CUBE_POS = Position.CUBE_POS
-CUBE_POS_X = Position.CUBE_POS_X
-CUBE_POS_Y = Position.CUBE_POS_Y
-CUBE_POS_Z = Position.CUBE_POS_Z
-CUBE_DIM = Position.CUBE_DIM
-CUBE_DIM_X = Position.CUBE_DIM_X
-CUBE_DIM_Y = Position.CUBE_DIM_Y
-CUBE_DIM_Z = Position.CUBE_DIM_Z
-CUBE_COUNT = Position.CUBE_COUNT
-CUBE_COUNT_X = Position.CUBE_COUNT_X
-CUBE_COUNT_Y = Position.CUBE_COUNT_Y
-CUBE_COUNT_Z = Position.CUBE_COUNT_Z
 
 __all__ = [
     "ABSOLUTE_POS",
@@ -117,35 +215,61 @@ __all__ = [
     "KernelSpec",
     "LaunchError",
     "StoreError",
+    "Tensor",
+    "Tunable",
+    "TuneError",
+    "Tuner",
     "UnsupportedError",
     "ValidationError",
     "abs",
+    "acos",
+    "acosh",
+    "anchor",
+    "asin",
+    "asinh",
+    "atan",
+    "atan2",
+    "atanh",
     "bf16",
+    "bitcast",
     "bool_",
     "cdiv",
     "ceil",
     "client",
     "cos",
+    "cosh",
     "environment",
     "erf",
     "exp",
+    "exp2",
     "f16",
     "f32",
     "f64",
     "floor",
     "fma",
     "function",
+    "hypot",
+    "i8",
+    "i16",
     "i32",
     "i64",
+    "isinf",
+    "isnan",
     "kernel",
     "log",
+    "log2",
     "max",
     "min",
     "pow",
+    "round",
     "sin",
+    "sinh",
     "sqrt",
     "tan",
     "tanh",
+    "trunc",
+    "u8",
+    "u16",
     "u32",
     "u64",
     "unroll",

@@ -235,7 +235,7 @@ def _casts(rng: np.random.Generator) -> Case:
         _garbage(rng, N, np.float64),
         _garbage(rng, N, np.uint32),
     )
-    expected = {
+    expected: dict[int, np.ndarray] = {
         2: (x * np.float32(100.0)).astype(np.int32),
         3: k.astype(np.float64) * 0.5,
         4: k.astype(np.uint32),

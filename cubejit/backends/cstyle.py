@@ -8,7 +8,8 @@ kernel *body* from :func:`emit_body` and writes its own wrapper around it (the C
 function and a launch entry, the CUDA backend a ``__global__`` function).
 
 Names in the text are decorated so that no IR name can clash with the target language:
-:func:`param_name` (``p_x``), :func:`length_name` (``n_x``), :func:`local_name` (``v_i``);
+:func:`param_name` (``p_x``), :func:`length_name` (``n_x``), :func:`local_name` (``v_i``), a
+tensor's :func:`shape_name` (``s_x_0``) and :func:`stride_name` (``d_x_0``);
 positions read as :func:`position_name` (``pos_absolute_pos``). Everything the walker invents
 itself starts with ``cj_``. Expressions are fully parenthesised. The text depends on the IR
 alone, never on the kernel's name, so two kernels that lower to the same IR share one artifact.
@@ -17,55 +18,19 @@ alone, never on the kernel's name, so two kernels that lower to the same IR shar
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import assert_never
 
 from cubejit.backends.cstyle_helpers import helper_definitions
+from cubejit.backends.cstyle_ops import ARITH, COMPARE, FLOAT_MATH, WRAPPING
 from cubejit.errors import UnsupportedError
 from cubejit.ir import nodes as ir
-from cubejit.ir.types import Kind, Scalar, f32, f64, i64, u32
+from cubejit.ir.traversal import walk_exprs
+from cubejit.ir.types import Kind, Scalar, f32, f64, i64, round_float, u32, u64
 from cubejit.ir.types import bool_ as bool_t
 
 INDENT = "    "
-
-_ARITH = {
-    ir.BinaryOp.ADD: "+",
-    ir.BinaryOp.SUB: "-",
-    ir.BinaryOp.MUL: "*",
-    ir.BinaryOp.DIV: "/",
-    ir.BinaryOp.BITAND: "&",
-    ir.BinaryOp.BITOR: "|",
-    ir.BinaryOp.BITXOR: "^",
-    ir.BinaryOp.SHL: "<<",
-    ir.BinaryOp.SHR: ">>",
-}
-_COMPARE = {
-    ir.BinaryOp.EQ: "==",
-    ir.BinaryOp.NE: "!=",
-    ir.BinaryOp.LT: "<",
-    ir.BinaryOp.LE: "<=",
-    ir.BinaryOp.GT: ">",
-    ir.BinaryOp.GE: ">=",
-    ir.BinaryOp.AND: "&&",
-    ir.BinaryOp.OR: "||",
-}
-_FLOAT_MATH = {
-    ir.MathFn.SQRT: "sqrt",
-    ir.MathFn.EXP: "exp",
-    ir.MathFn.LOG: "log",
-    ir.MathFn.SIN: "sin",
-    ir.MathFn.COS: "cos",
-    ir.MathFn.TAN: "tan",
-    ir.MathFn.TANH: "tanh",
-    ir.MathFn.ERF: "erf",
-    ir.MathFn.FLOOR: "floor",
-    ir.MathFn.CEIL: "ceil",
-    ir.MathFn.ABS: "fabs",
-    ir.MathFn.MIN: "fmin",
-    ir.MathFn.MAX: "fmax",
-    ir.MathFn.POW: "pow",
-    ir.MathFn.FMA: "fma",
-}
-_AXES = ("x", "y", "z")
 
 
 def param_name(name: str) -> str:
@@ -78,6 +43,16 @@ def length_name(name: str) -> str:
     return f"n_{name}"
 
 
+def shape_name(name: str, dim: int) -> str:
+    """The C name of the extent (``u32``) of tensor parameter ``name`` along ``dim``."""
+    return f"s_{name}_{dim}"
+
+
+def stride_name(name: str, dim: int) -> str:
+    """The C name of the stride (``u32``, elements) of tensor parameter ``name`` along ``dim``."""
+    return f"d_{name}_{dim}"
+
+
 def local_name(name: str) -> str:
     """The C name of local ``name``."""
     return f"v_{name}"
@@ -85,7 +60,7 @@ def local_name(name: str) -> str:
 
 def position_name(which: ir.Position) -> str:
     """The C name the body reads position ``which`` from (see :attr:`Emitted.positions`)."""
-    return f"pos_{which.value.lower()}"
+    return f"pos_{which.name.lower()}"
 
 
 class Dialect:
@@ -100,7 +75,11 @@ class Dialect:
     """Spelling of each supported scalar, by IR name; a scalar missing here is unsupported."""
     helper_qualifier: str = "static inline"
     """What precedes each helper function of the prelude."""
-    narrowed: frozenset[str] = frozenset({"f16", "bf16"})
+    offset_type: Scalar = u64
+    """The type a tensor's element offset is computed in: a launch keeps every offset below
+    ``2**32``, so ``u32`` is exact; the C default is 64 bits, which keeps the offset affine in a
+    row loop's counter (no wrap to prove), so the C compiler vectorises along it."""
+    narrowed: frozenset[str] = frozenset({"f16", "bf16", "i8", "i16", "u8", "u16"})
     """Scalars whose arithmetic C computes in a wider type: results are cast back."""
 
     def type_name(self, t: Scalar) -> str:
@@ -127,30 +106,35 @@ class Dialect:
 
     def position(self, which: ir.Position) -> str:
         """An expression (``u32``) for position ``which``."""
-        name = which.value
-        axis = _AXES.index(name[-1].lower()) if name[-2] == "_" else None
-        base = name[:-2] if axis is not None else name
-        if base == "ABSOLUTE_POS":
+        kind, axis = which.kind, which.axis
+        if kind is ir.PositionKind.ABSOLUTE_POS:
             if axis is not None:
                 cube, dim = self.cube_axis(axis), self.dim_axis(axis)
                 return f"(({cube} * {dim}) + {self.unit_axis(axis)})"
             width = [f"({self.count_axis(a)} * {self.dim_axis(a)})" for a in range(2)]
-            x, y, z = (self.position(ir.Position[f"ABSOLUTE_POS_{a.upper()}"]) for a in _AXES)
+            x, y, z = (self.position(ir.Position.of(kind, a)) for a in ir.Axis)
             return f"({x} + ({y} * {width[0]}) + ({z} * {width[0]} * {width[1]}))"
-        primitive = {
-            "UNIT_POS": (self.unit_axis, self.dim_axis),
-            "CUBE_POS": (self.cube_axis, self.count_axis),
-            "CUBE_DIM": (self.dim_axis, None),
-            "CUBE_COUNT": (self.count_axis, None),
-        }[base]
-        value, extent = primitive
+        if kind is ir.PositionKind.UNIT_POS:
+            return self._flat(axis, self.unit_axis, self.dim_axis)
+        if kind is ir.PositionKind.CUBE_POS:
+            return self._flat(axis, self.cube_axis, self.count_axis)
+        if kind is ir.PositionKind.CUBE_DIM:
+            return self._product(axis, self.dim_axis)
+        if kind is ir.PositionKind.CUBE_COUNT:
+            return self._product(axis, self.count_axis)
+        assert_never(kind)
+
+    @staticmethod
+    def _flat(axis: int | None, value: Callable[[int], str], extent: Callable[[int], str]) -> str:
         if axis is not None:
             return value(axis)
-        if extent is None:
-            return f"({value(0)} * {value(1)} * {value(2)})"
         return (
             f"({value(0)} + ({value(1)} * {extent(0)}) + ({value(2)} * {extent(0)} * {extent(1)}))"
         )
+
+    @staticmethod
+    def _product(axis: int | None, value: Callable[[int], str]) -> str:
+        return value(axis) if axis is not None else f"({value(0)} * {value(1)} * {value(2)})"
 
     def libm(self, base: str, t: Scalar) -> str:
         """The C math function ``base`` (``"sqrt"``) for ``t``, an ``f32`` or ``f64``."""
@@ -161,6 +145,10 @@ class Dialect:
         return t if t in (f32, f64) else f32
 
     def float_literal(self, value: float, t: Scalar) -> str:
+        """``value`` as a literal of ``t``, rounded once from the exact value to ``t`` (a
+        half type's literal is written as the ``float`` it rounds to, which is exact)."""
+        if t not in (f32, f64):
+            value = round_float(value, t)
         if math.isnan(value):
             text = "NAN"
         elif math.isinf(value):
@@ -186,6 +174,13 @@ class Dialect:
             return f"(({code}) != 0)"
         return f"(({self.type_name(target)})({code}))"
 
+    def bitcast(self, code: str, source: Scalar, target: Scalar) -> str | None:
+        """The bits of ``code`` read as ``target`` (same width), or None where the walker should
+        call its ``memcpy`` helper. Between integers it is the conversion, which keeps bits."""
+        if source.is_int and target.is_int:
+            return self.cast(code, source, target)
+        return None
+
 
 @dataclass(frozen=True, slots=True)
 class Emitted:
@@ -202,11 +197,18 @@ class Emitted:
     """The text of each expression of ``emit_body``'s ``values``, in order."""
 
 
-def emit_body(kernel: ir.KernelIR, dialect: Dialect, values: tuple[ir.Expr, ...] = ()) -> Emitted:
+def emit_body(
+    kernel: ir.KernelIR,
+    dialect: Dialect,
+    values: tuple[ir.Expr, ...] = (),
+    contiguous: frozenset[str] = frozenset(),
+) -> Emitted:
     """The body of ``kernel`` in ``dialect``, and the text of ``values``: expressions the
     wrapper evaluates itself (a loop bound, say), whose helpers join :attr:`Emitted.helpers`.
-    Raises UnsupportedError for a scalar the dialect does not have, naming the kernel."""
-    walker = _Walker(kernel, dialect)
+    The tensors named in ``contiguous`` have stride 1 along their last dimension (the launch
+    checked it), which their indexing then omits. Raises UnsupportedError for a scalar the
+    dialect does not have, naming the kernel."""
+    walker = _Walker(kernel, dialect, contiguous)
     try:
         return walker.emit(values)
     except UnsupportedError as e:
@@ -214,16 +216,20 @@ def emit_body(kernel: ir.KernelIR, dialect: Dialect, values: tuple[ir.Expr, ...]
 
 
 class _Walker:
-    def __init__(self, kernel: ir.KernelIR, dialect: Dialect) -> None:
+    def __init__(
+        self, kernel: ir.KernelIR, dialect: Dialect, contiguous: frozenset[str] = frozenset()
+    ) -> None:
         self.kernel = kernel
         self.d = dialect
+        self.contiguous = contiguous
+        self.ranks = {p.name: p.type.rank for p in kernel.tensors()}
         self.params = {p.name for p in kernel.params}
         self.helpers: set[tuple[str, Scalar]] = set()
         self.loops = 0
         self.lines: list[str] = []
 
     def emit(self, values: tuple[ir.Expr, ...]) -> Emitted:
-        used = {e.which for e in ir.walk_exprs(self.kernel.body) if isinstance(e, ir.PositionOf)}
+        used = {e.which for e in walk_exprs(self.kernel.body) if isinstance(e, ir.PositionOf)}
         positions = tuple(p for p in ir.Position if p in used)
         head = [
             f"const {self.d.type_name(u32)} {position_name(p)} = {self.d.position(p)};"
@@ -264,7 +270,7 @@ class _Walker:
         elif isinstance(s, ir.Return):
             self.line(depth, "return;")
         else:
-            raise UnsupportedError(f"no C form for statement {type(s).__name__}")
+            assert_never(s)
 
     def if_chain(self, s: ir.If, depth: int, keyword: str) -> None:
         self.line(depth, f"{keyword} ({self.expr(s.cond)}) {{")
@@ -329,6 +335,12 @@ class _Walker:
             return position_name(e.which)
         if isinstance(e, ir.Length):
             return length_name(e.array)
+        if isinstance(e, ir.Shape):
+            return shape_name(e.tensor, e.dim)
+        if isinstance(e, ir.Stride):
+            return self.stride(e.tensor, e.dim)
+        if isinstance(e, ir.TensorIndex):
+            return self.tensor_index(e)
         if isinstance(e, ir.Load):
             return f"{param_name(e.array)}[{self.expr(e.index)}]"
         if isinstance(e, ir.Unary):
@@ -336,26 +348,76 @@ class _Walker:
         if isinstance(e, ir.Binary):
             return self.binary(e)
         if isinstance(e, ir.Cast):
-            return self.d.cast(self.expr(e.value), e.value.type, e.type)
+            source = e.value.type
+            if source.is_float and e.type.is_int:
+                return self.call(f"to_{e.type.name}", source, [self.expr(e.value)])
+            return self.d.cast(self.expr(e.value), source, e.type)
+        if isinstance(e, ir.Bitcast):
+            code = self.expr(e.value)
+            direct = self.d.bitcast(code, e.value.type, e.type)
+            return direct or self.call(f"bitcast_{e.type.name}", e.value.type, [code])
         if isinstance(e, ir.Math):
             return self.math(e)
         if isinstance(e, ir.Select):
             cond, yes, no = (self.expr(x) for x in (e.cond, e.if_true, e.if_false))
             return f"({cond} ? {yes} : {no})"
-        raise UnsupportedError(f"no C form for expression {type(e).__name__}")
+        assert_never(e)
+
+    def stride(self, tensor: str, dim: int) -> str:
+        if tensor in self.contiguous and dim == self.ranks[tensor] - 1:
+            return self.d.int_literal(1, u32)
+        return stride_name(tensor, dim)
+
+    def tensor_index(self, e: ir.TensorIndex) -> str:
+        """The offset as a sum of products in the dialect's offset type; the contiguous last
+        dimension's index is added as it is, so that indexing along it is affine in the row
+        loop's counter."""
+        terms = []
+        offset = self.d.offset_type
+        for dim, index in enumerate(e.indices):
+            code = self.expr(index)
+            if index.type != offset:
+                code = self.d.cast(code, index.type, offset)
+            if e.tensor in self.contiguous and dim == len(e.indices) - 1:
+                terms.append(code)
+            else:
+                terms.append(f"({code} * {stride_name(e.tensor, dim)})")
+        return f"({' + '.join(terms)})"
 
     def unary(self, e: ir.Unary) -> str:
         operand = self.expr(e.operand)
         if e.op is ir.UnaryOp.NOT:
             return f"(!{operand})"
+        if e.op is ir.UnaryOp.NEG and e.type.is_int:
+            return self.wrapping("-", self.literal(ir.Const(0, e.type)), operand, e.type)
         symbol = "-" if e.op is ir.UnaryOp.NEG else "~"
         return self.narrow(f"({symbol}{operand})", e.type)
+
+    def wrapping(self, symbol: str, lhs: str, rhs: str, t: Scalar) -> str:
+        """``lhs symbol rhs`` on integers of ``t``, wrapping (see ``WRAPPING``)."""
+        if t.kind is Kind.UINT and t.bits >= 32:
+            return f"({lhs} {symbol} {rhs})"
+        wide = self.d.type_name(u64 if t.bits == 64 else u32)
+        return f"(({self.d.type_name(t)})(({wide}){lhs} {symbol} ({wide}){rhs}))"
+
+    def shift(self, e: ir.Binary, lhs: str, rhs: str) -> str:
+        """A shift with numpy's meaning for every count: a constant count below the width is
+        C's operator (on the unsigned type for a left shift, which may not overflow), any
+        other count goes through the helper (0, or -1 for a negative shifted right)."""
+        t = e.type
+        count = e.rhs
+        if isinstance(count, ir.Const) and 0 <= int(count.value) < t.bits:
+            if e.op is ir.BinaryOp.SHR:
+                return self.narrow(f"({lhs} >> {rhs})", t)
+            return self.wrapping("<<", lhs, rhs, t)
+        helper = "shl" if e.op is ir.BinaryOp.SHL else "shr"
+        return self.call(helper, t, [lhs, self.d.cast(rhs, count.type, u64)])
 
     def binary(self, e: ir.Binary) -> str:
         lhs, rhs = self.expr(e.lhs), self.expr(e.rhs)
         op = e.op
-        if op in _COMPARE:
-            return f"({lhs} {_COMPARE[op]} {rhs})"
+        if op in COMPARE:
+            return f"({lhs} {COMPARE[op]} {rhs})"
         t = e.type
         if op in (ir.BinaryOp.FLOORDIV, ir.BinaryOp.MOD):
             return self.call("floordiv" if op is ir.BinaryOp.FLOORDIV else "mod", t, [lhs, rhs])
@@ -363,7 +425,11 @@ class _Walker:
             if t.is_float:
                 return self.float_math("pow", t, [lhs, rhs])
             return self.call("pow", t, [lhs, self.d.cast(rhs, e.rhs.type, i64)])
-        return self.narrow(f"({lhs} {_ARITH[op]} {rhs})", t)
+        if op in (ir.BinaryOp.SHL, ir.BinaryOp.SHR):
+            return self.shift(e, lhs, rhs)
+        if op in WRAPPING and t.is_int:
+            return self.wrapping(ARITH[op], lhs, rhs, t)
+        return self.narrow(f"({lhs} {ARITH[op]} {rhs})", t)
 
     def float_math(self, base: str, t: Scalar, args: list[str]) -> str:
         compute = self.d.math_type(t)
@@ -376,7 +442,7 @@ class _Walker:
         args = [self.expr(a) for a in e.args]
         t = e.type
         if t.is_float:
-            return self.float_math(_FLOAT_MATH[e.fn], t, args)
+            return self.float_math(FLOAT_MATH[e.fn], t, args)
         if e.fn is ir.MathFn.ABS:
             return args[0] if t.kind is Kind.UINT else self.call("abs", t, args)
         if e.fn in (ir.MathFn.MIN, ir.MathFn.MAX):

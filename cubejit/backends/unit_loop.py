@@ -8,18 +8,27 @@ the bound. The CPU launch keeps every position below ``2**32``, so its counter n
 
 Most kernels start with a bounds guard: ``i = ABSOLUTE_POS`` then ``if i < out.len(): ...``
 (or ``if i >= n: return`` followed by the work). :func:`plan_unit_loop` recognises the guard
-when its bound is the same for every unit and hoists it out as ``bound``, leaving the unit
-straight-line code. That is exact: a unit the guard stops does nothing observable, since
-all it runs before the guard is assignments to its own locals, and expressions have no effects.
+when its bound is the same for every unit of the launch and hoists it out as ``bound``, leaving
+the unit straight-line code. It asks the IR's traits (:mod:`cubejit.ir.traits`) whether that is
+exact: every statement before the guard must be local to the unit (it writes no buffer, waits
+for no other unit, never leaves), so a unit the guard stops did nothing observable; and the
+guarded work must neither synchronise nor need its cube or plane converged, since the units
+past the bound no longer run at all. The bound must be the same for the whole launch, as the
+uniformity analysis (:mod:`cubejit.ir.uniformity`) says, and read no buffer and no position:
+the launch computes it once, before any unit runs.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from cubejit.ir import nodes as ir
+from cubejit.ir.traits import assignments, block_traits, expr_reads, traits
+from cubejit.ir.traversal import map_expr, walk_expr, walk_exprs
 from cubejit.ir.types import u32
+from cubejit.ir.uniformity import Uniform, Uniformity, analyse
+from cubejit.ir.values import Value, declared
 
 _LEADS = (ir.Position.ABSOLUTE_POS, ir.Position.ABSOLUTE_POS_X)
 
@@ -39,52 +48,51 @@ class UnitLoop:
 
 def plan_unit_loop(kernel: ir.KernelIR) -> UnitLoop:
     """The row loop of ``kernel``: its guard hoisted into ``bound`` where that is exact."""
-    used = {e.which for e in ir.walk_exprs(kernel.body) if isinstance(e, ir.PositionOf)}
+    used = {e.which for e in walk_exprs(kernel.body) if isinstance(e, ir.PositionOf)}
     only_x = ir.Position.ABSOLUTE_POS_X in used and ir.Position.ABSOLUTE_POS not in used
     default = UnitLoop(_LEADS[1] if only_x else _LEADS[0], None, kernel.body)
-    writes = _assignments(kernel.body)
+    values = declared(kernel)
+    writes = assignments(kernel.body, values)
     body = kernel.body
     start = 0
-    while start < len(body) and isinstance(body[start], ir.Assign):
+    while start < len(body) and traits(body[start], values).is_local:
         start += 1
     if start == len(body) or not isinstance(body[start], ir.If):
         return default
+    uniformity = analyse(kernel)
     aliases: dict[str, ir.Position] = {}
-    known = {p.name: None for p in kernel.params if writes[p.name] == 0}
+    known: dict[str, ir.Expr | None] = {p.name: None for p in kernel.params if writes[p.name] == 0}
     for s in body[:start]:
-        assert isinstance(s, ir.Assign)
-        if writes[s.name] != 1:
+        if not isinstance(s, ir.Assign) or writes[s.name] != 1:
             continue
         if isinstance(s.value, ir.PositionOf) and s.value.which in _LEADS:
             aliases[s.name] = s.value.which
-        elif _invariant(s.value, known):
+        elif _invariant(s.value, known, uniformity, values):
             known[s.name] = _inline(s.value, known)
     guard = body[start]
     assert isinstance(guard, ir.If)
-    split = _split_guard(guard.cond, aliases, known)
+    split = _split_guard(guard.cond, aliases, known, uniformity, values)
     if split is None or guard.orelse:
         return default
     lead, bound, runs_when_true = split
     if runs_when_true and start + 1 == len(body):
-        return UnitLoop(lead, bound, (*body[:start], *guard.then))
-    if not runs_when_true and guard.then == (ir.Return(),):
-        return UnitLoop(lead, bound, (*body[:start], *body[start + 1 :]))
-    return default
-
-
-def _assignments(block: tuple[ir.Stmt, ...]) -> Counter[str]:
-    """How many statements of ``block`` write each name."""
-    writes: Counter[str] = Counter()
-    for s in ir.walk_stmts(block):
-        if isinstance(s, ir.Assign):
-            writes[s.name] += 1
-        elif isinstance(s, ir.RangeFor):
-            writes[s.var] += 1
-    return writes
+        work = guard.then
+    elif not runs_when_true and guard.then == (ir.Return(),):
+        work = body[start + 1 :]
+    else:
+        return default
+    done = block_traits(work, values)
+    if done.synchronises is not None or done.converged is not None:
+        return default
+    return UnitLoop(lead, bound, (*body[:start], *work))
 
 
 def _split_guard(
-    cond: ir.Expr, aliases: dict[str, ir.Position], known: dict[str, ir.Expr | None]
+    cond: ir.Expr,
+    aliases: dict[str, ir.Position],
+    known: dict[str, ir.Expr | None],
+    uniformity: Uniformity,
+    values: Mapping[str, Value],
 ) -> tuple[ir.Position, ir.Expr, bool] | None:
     """``(lead, bound, runs_when_true)`` when ``cond`` is ``lead < bound`` (the unit works when
     it holds) or ``lead >= bound`` (the unit stops when it holds), either way round."""
@@ -105,35 +113,36 @@ def _split_guard(
         lead = aliases[position.name]
     else:
         return None
-    if bound.type != u32 or not _invariant(bound, known):
+    if bound.type != u32 or not _invariant(bound, known, uniformity, values):
         return None
     return lead, _inline(bound, known), runs_when_true
 
 
-def _invariant(e: ir.Expr, known: dict[str, ir.Expr | None]) -> bool:
-    """Whether ``e`` has one value in every unit of a launch: it reads lengths, constants and
-    ``known`` names (scalar parameters the kernel never assigns, locals assigned once from such
-    values), never an array element or a position."""
-    if isinstance(e, ir.Var):
-        return e.name in known
-    if isinstance(e, ir.Load | ir.PositionOf):
-        return False
-    return all(_invariant(sub, known) for sub in ir.sub_exprs(e))
+def _invariant(
+    e: ir.Expr,
+    known: dict[str, ir.Expr | None],
+    uniformity: Uniformity,
+    values: Mapping[str, Value],
+) -> bool:
+    """Whether the launch can compute ``e`` once for every unit: it is the same for the whole
+    launch, reads no buffer and no position, and every name it reads is ``known`` (a scalar
+    parameter the kernel never assigns, or a local assigned once from such values)."""
+    subs = list(walk_expr(e))
+    return (
+        uniformity.of(e) is Uniform.LAUNCH
+        and not expr_reads(e, values)
+        and all(sub.name in known for sub in subs if isinstance(sub, ir.Var))
+        and not any(isinstance(sub, ir.PositionOf) for sub in subs)
+    )
 
 
 def _inline(e: ir.Expr, known: dict[str, ir.Expr | None]) -> ir.Expr:
     """``e`` with each known local replaced by its value, so it reads parameters only."""
-    if isinstance(e, ir.Var):
-        value = known.get(e.name)
-        return e if value is None else value
-    if isinstance(e, ir.Unary):
-        return replace(e, operand=_inline(e.operand, known))
-    if isinstance(e, ir.Binary):
-        return replace(e, lhs=_inline(e.lhs, known), rhs=_inline(e.rhs, known))
-    if isinstance(e, ir.Cast):
-        return replace(e, value=_inline(e.value, known))
-    if isinstance(e, ir.Math):
-        return replace(e, args=tuple(_inline(a, known) for a in e.args))
-    if isinstance(e, ir.Select):
-        return ir.Select(*(_inline(x, known) for x in (e.cond, e.if_true, e.if_false)), e.type)
-    return e
+
+    def substitute(sub: ir.Expr) -> ir.Expr:
+        if isinstance(sub, ir.Var):
+            value = known.get(sub.name)
+            return sub if value is None else value
+        return sub
+
+    return map_expr(e, substitute)

@@ -12,7 +12,9 @@ Semantics a backend must keep (they are the language's, see LANGUAGE.md):
 - ``FLOORDIV`` and ``MOD`` on signed integers and floats round towards negative infinity, as
   Python and numpy do; on unsigned integers they are C's ``/`` and ``%``.
 - ``DIV`` is true division and only ever appears on floats.
-- Unsigned arithmetic wraps; ``SHR`` on a signed integer is arithmetic.
+- Integer arithmetic wraps, signed too; ``SHR`` on a signed integer is arithmetic; a shift by
+  the width or more (or a negative count) gives 0, or -1 for a negative shifted right.
+- A float converted to an integer (``Cast``) truncates and saturates, NaN giving 0.
 - ``AND`` and ``OR`` take bools and short-circuit.
 - ``Return`` ends the current unit only.
 - ``RangeFor`` evaluates ``stop`` and ``step`` once, before the first iteration, and runs while
@@ -25,40 +27,77 @@ only valid IR and a pass must leave it valid.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator
 from dataclasses import dataclass
 
-from cubejit.ir.types import ArrayType, Scalar, Type, u32
+from cubejit.ir.types import ArrayType, BufferType, Scalar, TensorType, Type, u32
+
+
+class PositionKind(enum.Enum):
+    """What a position counts; with an :class:`Axis` (or none, flattened) it makes a
+    :class:`Position`."""
+
+    ABSOLUTE_POS = "ABSOLUTE_POS"
+    """The unit within the whole launch."""
+    UNIT_POS = "UNIT_POS"
+    """The unit within its cube."""
+    CUBE_POS = "CUBE_POS"
+    """The unit's cube within the launch."""
+    CUBE_DIM = "CUBE_DIM"
+    """Units per cube."""
+    CUBE_COUNT = "CUBE_COUNT"
+    """Cubes in the launch."""
+
+
+class Axis(enum.IntEnum):
+    """An axis of a launch; its value indexes ``cube_dim`` and ``cube_count``."""
+
+    X = 0
+    Y = 1
+    Z = 2
 
 
 class Position(enum.Enum):
-    """A unit's place in a launch. Every position is a ``u32``.
+    """A unit's place in a launch: a ``(kind, axis)`` pair, ``axis`` None for the flattened
+    form. Every position is a ``u32``. Passes and emitters read :attr:`kind` and :attr:`axis`;
+    the member's name is only its spelling in kernels and in the printed IR.
 
     ``ABSOLUTE_POS`` flattens x fastest: ``x + y * (CUBE_COUNT_X * CUBE_DIM_X) + z *
     (CUBE_COUNT_X * CUBE_DIM_X) * (CUBE_COUNT_Y * CUBE_DIM_Y)``; ``UNIT_POS`` and ``CUBE_POS``
     flatten the same way within their own extents; ``CUBE_DIM`` and ``CUBE_COUNT`` are products.
     """
 
-    ABSOLUTE_POS = "ABSOLUTE_POS"
-    ABSOLUTE_POS_X = "ABSOLUTE_POS_X"
-    ABSOLUTE_POS_Y = "ABSOLUTE_POS_Y"
-    ABSOLUTE_POS_Z = "ABSOLUTE_POS_Z"
-    UNIT_POS = "UNIT_POS"
-    UNIT_POS_X = "UNIT_POS_X"
-    UNIT_POS_Y = "UNIT_POS_Y"
-    UNIT_POS_Z = "UNIT_POS_Z"
-    CUBE_POS = "CUBE_POS"
-    CUBE_POS_X = "CUBE_POS_X"
-    CUBE_POS_Y = "CUBE_POS_Y"
-    CUBE_POS_Z = "CUBE_POS_Z"
-    CUBE_DIM = "CUBE_DIM"
-    CUBE_DIM_X = "CUBE_DIM_X"
-    CUBE_DIM_Y = "CUBE_DIM_Y"
-    CUBE_DIM_Z = "CUBE_DIM_Z"
-    CUBE_COUNT = "CUBE_COUNT"
-    CUBE_COUNT_X = "CUBE_COUNT_X"
-    CUBE_COUNT_Y = "CUBE_COUNT_Y"
-    CUBE_COUNT_Z = "CUBE_COUNT_Z"
+    kind: PositionKind
+    axis: Axis | None
+
+    ABSOLUTE_POS = (PositionKind.ABSOLUTE_POS, None)
+    ABSOLUTE_POS_X = (PositionKind.ABSOLUTE_POS, Axis.X)
+    ABSOLUTE_POS_Y = (PositionKind.ABSOLUTE_POS, Axis.Y)
+    ABSOLUTE_POS_Z = (PositionKind.ABSOLUTE_POS, Axis.Z)
+    UNIT_POS = (PositionKind.UNIT_POS, None)
+    UNIT_POS_X = (PositionKind.UNIT_POS, Axis.X)
+    UNIT_POS_Y = (PositionKind.UNIT_POS, Axis.Y)
+    UNIT_POS_Z = (PositionKind.UNIT_POS, Axis.Z)
+    CUBE_POS = (PositionKind.CUBE_POS, None)
+    CUBE_POS_X = (PositionKind.CUBE_POS, Axis.X)
+    CUBE_POS_Y = (PositionKind.CUBE_POS, Axis.Y)
+    CUBE_POS_Z = (PositionKind.CUBE_POS, Axis.Z)
+    CUBE_DIM = (PositionKind.CUBE_DIM, None)
+    CUBE_DIM_X = (PositionKind.CUBE_DIM, Axis.X)
+    CUBE_DIM_Y = (PositionKind.CUBE_DIM, Axis.Y)
+    CUBE_DIM_Z = (PositionKind.CUBE_DIM, Axis.Z)
+    CUBE_COUNT = (PositionKind.CUBE_COUNT, None)
+    CUBE_COUNT_X = (PositionKind.CUBE_COUNT, Axis.X)
+    CUBE_COUNT_Y = (PositionKind.CUBE_COUNT, Axis.Y)
+    CUBE_COUNT_Z = (PositionKind.CUBE_COUNT, Axis.Z)
+
+    def __init__(self, kind: PositionKind, axis: Axis | None) -> None:
+        self.kind = kind
+        self.axis = axis
+
+    @classmethod
+    def of(cls, kind: PositionKind, axis: Axis | None = None) -> Position:
+        """The position counting ``kind`` along ``axis`` (None: flattened)."""
+        return next(p for p in cls if p.kind is kind and p.axis == axis)
 
 
 class UnaryOp(enum.Enum):
@@ -139,7 +178,9 @@ _SYMBOLS = {
 
 class MathFn(enum.Enum):
     """A math function; operands and result share one type (floats, except ABS/MIN/MAX which
-    also take integers). ``FMA(a, b, c)`` is ``a * b + c`` rounded once."""
+    also take integers). ``FMA(a, b, c)`` is ``a * b + c`` rounded once. ``MIN`` and ``MAX``
+    of floats ignore a NaN operand (C's ``fmin``/``fmax``: NaN only when both are NaN);
+    ``ROUND`` rounds half to even (Python's ``round``, numpy's ``rint``)."""
 
     SQRT = "sqrt"
     EXP = "exp"
@@ -156,6 +197,20 @@ class MathFn(enum.Enum):
     MAX = "max"
     POW = "pow"
     FMA = "fma"
+    ATAN2 = "atan2"
+    ASIN = "asin"
+    ACOS = "acos"
+    ATAN = "atan"
+    SINH = "sinh"
+    COSH = "cosh"
+    ASINH = "asinh"
+    ACOSH = "acosh"
+    ATANH = "atanh"
+    ROUND = "round"
+    TRUNC = "trunc"
+    EXP2 = "exp2"
+    LOG2 = "log2"
+    HYPOT = "hypot"
 
 
 # Expressions. Every expression has ``type``, the scalar it evaluates to; none has an effect.
@@ -187,15 +242,49 @@ class PositionOf:
 
 @dataclass(frozen=True, slots=True)
 class Length:
-    """The number of elements of the array parameter ``array``; ``u32``."""
+    """The number of elements of the array or tensor parameter ``array``; ``u32`` (a launch
+    refuses a buffer of ``2**32`` elements or more)."""
 
     array: str
     type: Scalar = u32
 
 
 @dataclass(frozen=True, slots=True)
+class Shape:
+    """The extent of tensor parameter ``tensor`` along ``dim`` (``0 <= dim < rank``); ``u32``."""
+
+    tensor: str
+    dim: int
+    type: Scalar = u32
+
+
+@dataclass(frozen=True, slots=True)
+class Stride:
+    """The stride, in elements, of tensor parameter ``tensor`` along ``dim``; ``u32``, never
+    negative (a launch refuses negative strides), zero along a broadcast dimension."""
+
+    tensor: str
+    dim: int
+    type: Scalar = u32
+
+
+@dataclass(frozen=True, slots=True)
+class TensorIndex:
+    """The offset, in elements, of the element of tensor ``tensor`` at coordinates ``indices``
+    (one integer per dimension): the sum of each index times its stride. A launch refuses a
+    tensor whose last element lies ``2**32`` elements or more past its first, so the offset of
+    every element in bounds is exact in ``u32``; an emitter may compute it wider (the C backend
+    does, in 64 bits, so that it stays affine in a loop counter)."""
+
+    tensor: str
+    indices: tuple[Expr, ...]
+    type: Scalar = u32
+
+
+@dataclass(frozen=True, slots=True)
 class Load:
-    """``array[index]``; ``index`` is an integer, ``type`` the array's element type."""
+    """``array[index]``; ``index`` is an integer, ``type`` the array's element type. For a
+    tensor ``array``, ``index`` is a :class:`TensorIndex` of that tensor."""
 
     array: str
     index: Expr
@@ -229,6 +318,14 @@ class Cast:
 
 
 @dataclass(frozen=True, slots=True)
+class Bitcast:
+    """The bits of ``value`` read as ``type``, a scalar of the same width (never bool)."""
+
+    value: Expr
+    type: Scalar
+
+
+@dataclass(frozen=True, slots=True)
 class Math:
     fn: MathFn
     args: tuple[Expr, ...]
@@ -245,7 +342,22 @@ class Select:
     type: Scalar
 
 
-Expr = Const | Var | PositionOf | Length | Load | Unary | Binary | Cast | Math | Select
+Expr = (
+    Const
+    | Var
+    | PositionOf
+    | Length
+    | Shape
+    | Stride
+    | TensorIndex
+    | Load
+    | Unary
+    | Binary
+    | Cast
+    | Bitcast
+    | Math
+    | Select
+)
 
 
 # Statements.
@@ -261,7 +373,8 @@ class Assign:
 
 @dataclass(frozen=True, slots=True)
 class Store:
-    """``array[index] = value``; ``value`` has the array's element type."""
+    """``array[index] = value``; ``value`` has the array's element type (``index`` as for
+    :class:`Load`)."""
 
     array: str
     index: Expr
@@ -316,7 +429,7 @@ Stmt = Assign | Store | If | RangeFor | While | Break | Continue | Return
 
 @dataclass(frozen=True, slots=True)
 class Param:
-    """A launch argument: a scalar passed by value, or an array passed as a buffer."""
+    """A launch argument: a scalar passed by value, or an array or tensor passed as a buffer."""
 
     name: str
     type: Type
@@ -348,64 +461,15 @@ class KernelIR:
         """The array parameters, in signature order."""
         return tuple(p for p in self.params if isinstance(p.type, ArrayType))
 
+    def tensors(self) -> tuple[Param, ...]:
+        """The tensor parameters, in signature order."""
+        return tuple(p for p in self.params if isinstance(p.type, TensorType))
+
+    def buffers(self) -> dict[str, BufferType]:
+        """The type of each array and tensor parameter, by name."""
+        return {p.name: p.type for p in self.params if isinstance(p.type, ArrayType | TensorType)}
+
     def __str__(self) -> str:
         from cubejit.ir.printer import print_kernel
 
         return print_kernel(self)
-
-
-def child_blocks(stmt: Stmt) -> tuple[tuple[Stmt, ...], ...]:
-    """The statement blocks directly inside ``stmt``."""
-    if isinstance(stmt, If):
-        return (stmt.then, stmt.orelse)
-    if isinstance(stmt, RangeFor | While):
-        return (stmt.body,)
-    return ()
-
-
-def stmt_exprs(stmt: Stmt) -> tuple[Expr, ...]:
-    """The expressions ``stmt`` itself evaluates (not those of nested statements)."""
-    if isinstance(stmt, Assign):
-        return (stmt.value,)
-    if isinstance(stmt, Store):
-        return (stmt.index, stmt.value)
-    if isinstance(stmt, If | While):
-        return (stmt.cond,)
-    if isinstance(stmt, RangeFor):
-        return (stmt.start, stmt.stop, stmt.step)
-    return ()
-
-
-def sub_exprs(expr: Expr) -> tuple[Expr, ...]:
-    """The operands of ``expr``."""
-    if isinstance(expr, Load):
-        return (expr.index,)
-    if isinstance(expr, Unary):
-        return (expr.operand,)
-    if isinstance(expr, Binary):
-        return (expr.lhs, expr.rhs)
-    if isinstance(expr, Cast):
-        return (expr.value,)
-    if isinstance(expr, Math):
-        return expr.args
-    if isinstance(expr, Select):
-        return (expr.cond, expr.if_true, expr.if_false)
-    return ()
-
-
-def walk_stmts(block: tuple[Stmt, ...]) -> Iterator[Stmt]:
-    """Every statement of ``block`` and of the blocks nested in it, outer first."""
-    for stmt in block:
-        yield stmt
-        for inner in child_blocks(stmt):
-            yield from walk_stmts(inner)
-
-
-def walk_exprs(block: tuple[Stmt, ...]) -> Iterator[Expr]:
-    """Every expression evaluated anywhere in ``block``, operands after their expression."""
-    for stmt in walk_stmts(block):
-        stack = list(stmt_exprs(stmt))
-        while stack:
-            expr = stack.pop()
-            yield expr
-            stack.extend(sub_exprs(expr))

@@ -8,10 +8,13 @@ text depends on nothing but the IR, so one kernel prints the same in every proce
 
 from __future__ import annotations
 
+from typing import assert_never
+
 from cubejit.ir.nodes import (
     Assign,
     Binary,
     BinaryOp,
+    Bitcast,
     Break,
     Cast,
     Const,
@@ -26,8 +29,11 @@ from cubejit.ir.nodes import (
     RangeFor,
     Return,
     Select,
+    Shape,
     Stmt,
     Store,
+    Stride,
+    TensorIndex,
     Unary,
     UnaryOp,
     Var,
@@ -107,7 +113,7 @@ def _stmt(stmt: Stmt, depth: int, lines: list[str]) -> None:
     if isinstance(stmt, Assign):
         lines.append(f"{pad}{stmt.name} = {print_expr(stmt.value)}")
     elif isinstance(stmt, Store):
-        lines.append(f"{pad}{stmt.array}[{print_expr(stmt.index)}] = {print_expr(stmt.value)}")
+        lines.append(f"{pad}{stmt.array}[{_subscript(stmt.index)}] = {print_expr(stmt.value)}")
     elif isinstance(stmt, If):
         lines.append(f"{pad}if {print_expr(stmt.cond)}:")
         _block(stmt.then, depth + 1, lines)
@@ -133,7 +139,7 @@ def _stmt(stmt: Stmt, depth: int, lines: list[str]) -> None:
     elif isinstance(stmt, Return):
         lines.append(f"{pad}return")
     else:
-        lines.append(f"{pad}<not a statement: {stmt!r}>")
+        assert_never(stmt)
 
 
 def _const(const: Const) -> tuple[str, int]:
@@ -142,6 +148,13 @@ def _const(const: Const) -> tuple[str, int]:
         return ("True" if value else "False"), _ATOM
     text = f"{value!r}{const.type.name}"
     return text, _UNARY if text.startswith("-") else _ATOM
+
+
+def _subscript(index: Expr) -> str:
+    """What goes between a buffer's brackets: a tensor's coordinates, an array's index."""
+    if isinstance(index, TensorIndex):
+        return ", ".join(print_expr(i) for i in index.indices)
+    return print_expr(index)
 
 
 def _wrap(expr: Expr, minimum: int) -> str:
@@ -156,13 +169,19 @@ def _expr(expr: Expr) -> tuple[str, int]:
     if isinstance(expr, Var):
         return expr.name, _ATOM
     if isinstance(expr, PositionOf):
-        return expr.which.value, _ATOM
+        return expr.which.name, _ATOM
     if isinstance(expr, Length):
         return f"{expr.array}.len()", _ATOM
+    if isinstance(expr, Shape | Stride):
+        return f"{expr.tensor}.{type(expr).__name__.lower()}({expr.dim})", _ATOM
+    if isinstance(expr, TensorIndex):
+        return f"{expr.tensor}.offset({', '.join(print_expr(i) for i in expr.indices)})", _ATOM
     if isinstance(expr, Load):
-        return f"{expr.array}[{print_expr(expr.index)}]", _ATOM
+        return f"{expr.array}[{_subscript(expr.index)}]", _ATOM
     if isinstance(expr, Cast):
         return f"{expr.type.name}({print_expr(expr.value)})", _ATOM
+    if isinstance(expr, Bitcast):
+        return f"bitcast[{expr.type.name}]({print_expr(expr.value)})", _ATOM
     if isinstance(expr, Math):
         return f"{expr.fn.value}({', '.join(print_expr(a) for a in expr.args)})", _ATOM
     if isinstance(expr, Select):
@@ -186,4 +205,4 @@ def _expr(expr: Expr) -> tuple[str, int]:
             return f"{_wrap(expr.lhs, _POW + 1)} ** {_wrap(expr.rhs, _UNARY)}", _POW
         text = f"{_wrap(expr.lhs, precedence)} {symbol} {_wrap(expr.rhs, precedence + 1)}"
         return text, precedence
-    return f"<not an expression: {expr!r}>", _ATOM
+    assert_never(expr)

@@ -1,13 +1,15 @@
-"""The types of the IR: scalars and one-dimensional arrays of them.
+"""The types of the IR: scalars, one-dimensional arrays and strided tensors of them.
 
 A type is a frozen value compared by equality. The kernel language exposes the scalars as
-``cj.f32`` and friends and builds array types with ``cj.Array[cj.f32]``; backends map each
-scalar to their own spelling through :attr:`Scalar.name`.
+``cj.f32`` and friends and builds buffer types with ``cj.Array[cj.f32]`` and
+``cj.Tensor[cj.f32]``; backends map each scalar to their own spelling through
+:attr:`Scalar.name`.
 """
 
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -73,11 +75,38 @@ class ArrayType:
         return f"cj.Array[cj.{self.elem.name}]"
 
 
-Type = Scalar | ArrayType
+@dataclass(frozen=True, slots=True)
+class TensorType:
+    """An n-dimensional strided view of a buffer of ``elem``: its rank is part of the kernel,
+    its shape and strides (in elements) are values a launch passes."""
+
+    elem: Scalar
+    """The element type."""
+    rank: int | None = None
+    """The number of dimensions, at least 1; ``None`` in a signature whose rank each launch's
+    argument decides (a kernel's IR always has a rank)."""
+
+    def __str__(self) -> str:
+        rank = "" if self.rank is None else f", {self.rank}"
+        return f"Tensor[{self.elem.name}{rank}]"
+
+    def __repr__(self) -> str:
+        rank = "" if self.rank is None else f", {self.rank}"
+        return f"cj.Tensor[cj.{self.elem.name}{rank}]"
+
+
+BufferType = ArrayType | TensorType
+"""A parameter passed as a buffer rather than by value."""
+
+Type = Scalar | ArrayType | TensorType
 
 bool_ = Scalar("bool", Kind.BOOL, 8)
+i8 = Scalar("i8", Kind.INT, 8)
+i16 = Scalar("i16", Kind.INT, 16)
 i32 = Scalar("i32", Kind.INT, 32)
 i64 = Scalar("i64", Kind.INT, 64)
+u8 = Scalar("u8", Kind.UINT, 8)
+u16 = Scalar("u16", Kind.UINT, 16)
 u32 = Scalar("u32", Kind.UINT, 32)
 u64 = Scalar("u64", Kind.UINT, 64)
 f16 = Scalar("f16", Kind.FLOAT, 16)
@@ -85,13 +114,19 @@ bf16 = Scalar("bf16", Kind.FLOAT, 16)
 f32 = Scalar("f32", Kind.FLOAT, 32)
 f64 = Scalar("f64", Kind.FLOAT, 64)
 
-SCALARS: dict[str, Scalar] = {t.name: t for t in (bool_, i32, i64, u32, u64, f16, bf16, f32, f64)}
+SCALARS: dict[str, Scalar] = {
+    t.name: t for t in (bool_, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64)
+}
 """Every scalar by name."""
 
 _NUMPY = {
     "bool": "bool",
+    "i8": "int8",
+    "i16": "int16",
     "i32": "int32",
     "i64": "int64",
+    "u8": "uint8",
+    "u16": "uint16",
     "u32": "uint32",
     "u64": "uint64",
     "f16": "float16",
@@ -108,3 +143,26 @@ def from_dtype(dtype: np.dtype) -> Scalar | None:
         if name != "bf16" and np.dtype(numpy_name) == dtype:
             return SCALARS[name]
     return None
+
+
+def round_float(value: float, t: Scalar) -> float:
+    """``value`` rounded once, to nearest even, to the float type ``t`` (as a Python float)."""
+    if t == f64:
+        return float(value)
+    if t == bf16:
+        return _round_to_precision(float(value), 8, -126, 127)
+    with np.errstate(all="ignore"):
+        return float(np.dtype(_NUMPY[t.name]).type(value))
+
+
+def _round_to_precision(x: float, digits: int, emin: int, emax: int) -> float:
+    """``x`` rounded to ``digits`` significant bits, ties to even, with IEEE's gradual
+    underflow below ``2**emin`` and infinity past the largest finite value."""
+    if not math.isfinite(x) or x == 0.0:
+        return x
+    _, exponent = math.frexp(x)
+    quantum = max(exponent - digits, emin - digits + 1)
+    scaled = math.ldexp(x, -quantum)
+    rounded = math.ldexp(float(round(scaled)), quantum)
+    largest = math.ldexp(float((1 << digits) - 1), emax - digits + 1)
+    return math.copysign(math.inf, x) if abs(rounded) > largest else rounded

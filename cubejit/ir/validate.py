@@ -1,19 +1,25 @@
 """The IR's rules, checked: what every backend may assume of the IR it is handed.
 
-:func:`validate` raises :class:`~cubejit.errors.ValidationError` naming the kernel, the rule
-and the offending statement (in the printed form). The frontend validates every kernel it
+:func:`validate` checks the rules every kernel keeps, :func:`validate_for` what one target's
+:class:`~cubejit.ir.capabilities.Capabilities` allow; each raises
+:class:`~cubejit.errors.ValidationError` naming the kernel, the rule and the offending
+statement (in the printed form). The frontend validates every kernel it
 builds; a pass over the IR must leave it valid, and tests may validate after every step.
 """
 
 from __future__ import annotations
 
 import keyword
+import math
+from typing import NoReturn, assert_never
 
 from cubejit.errors import ValidationError
+from cubejit.ir.capabilities import Capabilities
 from cubejit.ir.nodes import (
     Assign,
     Binary,
     BinaryOp,
+    Bitcast,
     Break,
     Cast,
     Const,
@@ -30,17 +36,30 @@ from cubejit.ir.nodes import (
     RangeFor,
     Return,
     Select,
+    Shape,
     Stmt,
     Store,
+    Stride,
+    TensorIndex,
     Unary,
     UnaryOp,
     Var,
     While,
 )
 from cubejit.ir.printer import print_expr, print_stmt
-from cubejit.ir.types import ArrayType, Kind, Scalar, bool_, u32
+from cubejit.ir.traits import own_traits
+from cubejit.ir.traversal import is_expr, is_stmt, walk_stmts
+from cubejit.ir.types import ArrayType, BufferType, Kind, Scalar, TensorType, bool_, u32
+from cubejit.ir.values import declared
 
-_ARITY = {MathFn.FMA: 3, MathFn.MIN: 2, MathFn.MAX: 2, MathFn.POW: 2}
+_ARITY = {
+    MathFn.FMA: 3,
+    MathFn.MIN: 2,
+    MathFn.MAX: 2,
+    MathFn.POW: 2,
+    MathFn.ATAN2: 2,
+    MathFn.HYPOT: 2,
+}
 _INT_MATH = frozenset((MathFn.ABS, MathFn.MIN, MathFn.MAX))
 _NUMERIC_OPS = frozenset(
     (BinaryOp.ADD, BinaryOp.SUB, BinaryOp.MUL, BinaryOp.FLOORDIV, BinaryOp.MOD)
@@ -64,7 +83,7 @@ def validate(kernel: KernelIR) -> None:
         ) from None
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     raise _Invalid(message)
 
 
@@ -84,7 +103,8 @@ class _Checker:
         self.kernel = kernel
         self.scalars: dict[str, Scalar] = {}
         """Names an Assign or Var may use: scalar parameters and locals."""
-        self.arrays: dict[str, ArrayType] = {}
+        self.arrays: dict[str, BufferType] = {}
+        """Array and tensor parameters."""
         self.local_names: set[str] = set()
         self.assigned: set[str] = set()
 
@@ -95,8 +115,11 @@ class _Checker:
             if param.name in seen:
                 _fail(f"parameter {param.name} is declared twice")
             seen.add(param.name)
-            if isinstance(param.type, ArrayType):
-                _scalar(param.type.elem, f"the elements of array {param.name}")
+            if isinstance(param.type, ArrayType | TensorType):
+                _scalar(param.type.elem, f"the elements of {param.name}")
+                rank = getattr(param.type, "rank", 1)
+                if not isinstance(rank, int) or isinstance(rank, bool) or rank < 1:
+                    _fail(f"tensor {param.name} has rank {rank!r}, not an int of 1 or more")
                 self.arrays[param.name] = param.type
             else:
                 self.scalars[param.name] = _scalar(param.type, f"parameter {param.name}")
@@ -130,12 +153,14 @@ class _Checker:
         return self.scalars[name]
 
     def stmt(self, stmt: Stmt, loops: int) -> None:
+        if not is_stmt(stmt):
+            _fail(f"{stmt!r} is not a statement")
         if isinstance(stmt, Assign):
             declared = self.target(stmt.name)
             self.expect(stmt.value, declared, f"the value assigned to {stmt.name}")
         elif isinstance(stmt, Store):
             array = self.array(stmt.array)
-            self.index(stmt.index)
+            self.buffer_index(stmt.array, stmt.index)
             self.expect(stmt.value, array.elem, f"the value stored into {stmt.array}")
         elif isinstance(stmt, If):
             self.expect(stmt.cond, bool_, "an if condition")
@@ -157,12 +182,29 @@ class _Checker:
             if loops == 0:
                 _fail(f"{type(stmt).__name__.lower()} outside a loop")
         elif not isinstance(stmt, Return):
-            _fail(f"{stmt!r} is not a statement")
+            assert_never(stmt)
 
-    def array(self, name: str) -> ArrayType:
+    def array(self, name: str) -> BufferType:
         if name not in self.arrays:
-            _fail(f"{name} is not an array parameter")
+            _fail(f"{name} is not an array parameter nor a tensor parameter")
         return self.arrays[name]
+
+    def tensor(self, name: str, dim: int | None = None) -> TensorType:
+        t = self.arrays.get(name)
+        if not isinstance(t, TensorType) or t.rank is None:
+            _fail(f"{name} is not a tensor parameter")
+        assert isinstance(t, TensorType) and t.rank is not None
+        if dim is not None and (not isinstance(dim, int) or not 0 <= dim < t.rank):
+            _fail(f"dimension {dim!r} of {name}, which has rank {t.rank}")
+        return t
+
+    def buffer_index(self, name: str, index: Expr) -> None:
+        """A tensor is indexed by its own coordinates, an array by one integer."""
+        if isinstance(self.array(name), TensorType) != (
+            isinstance(index, TensorIndex) and index.tensor == name
+        ):
+            _fail(f"{name} is indexed by {print_expr(index)}")
+        self.index(index)
 
     def index(self, expr: Expr) -> None:
         if not self.expr(expr).is_int:
@@ -175,6 +217,8 @@ class _Checker:
 
     def expr(self, expr: Expr) -> Scalar:
         """Checks ``expr`` and its operands; returns its type."""
+        if not is_expr(expr):
+            _fail(f"{expr!r} is not an expression")
         t = getattr(expr, "type", None)
         if not isinstance(t, Scalar):
             _fail(f"expression {expr!r} has type {t!r}, not a scalar")
@@ -192,16 +236,32 @@ class _Checker:
             self.array(expr.array)
             if t != u32:
                 _fail(f"the length of {expr.array} must be u32")
+        elif isinstance(expr, Shape | Stride):
+            self.tensor(expr.tensor, expr.dim)
+            if t != u32:
+                _fail(f"the shape and strides of {expr.tensor} are u32")
+        elif isinstance(expr, TensorIndex):
+            rank = self.tensor(expr.tensor).rank
+            if not isinstance(expr.indices, tuple) or len(expr.indices) != rank:
+                _fail(f"{expr.tensor} has rank {rank}, indexed by {len(expr.indices)} indices")
+            for index in expr.indices:
+                self.index(index)
+            if t != u32:
+                _fail(f"the offset into {expr.tensor} is u32")
         elif isinstance(expr, Load):
             if self.array(expr.array).elem != t:
                 _fail(f"a load from {expr.array} must have its element type")
-            self.index(expr.index)
+            self.buffer_index(expr.array, expr.index)
         elif isinstance(expr, Unary):
             self.unary(expr)
         elif isinstance(expr, Binary):
             self.binary(expr)
         elif isinstance(expr, Cast):
             self.expr(expr.value)
+        elif isinstance(expr, Bitcast):
+            source = self.expr(expr.value)
+            if source.bits != t.bits or bool_ in (source, t):
+                _fail(f"a bitcast from {source} to {t} changes the width or involves bool")
         elif isinstance(expr, Math):
             self.math(expr)
         elif isinstance(expr, Select):
@@ -209,7 +269,7 @@ class _Checker:
             self.expect(expr.if_true, t, "a select's first value")
             self.expect(expr.if_false, t, "a select's second value")
         else:
-            _fail(f"{expr!r} is not an expression")
+            assert_never(expr)
         return t
 
     def const(self, const: Const) -> None:
@@ -273,6 +333,51 @@ class _Checker:
 
 
 def _brief(stmt: object) -> str:
-    if not isinstance(stmt, Assign | Store | If | RangeFor | While | Break | Continue | Return):
+    if not is_stmt(stmt):
         return repr(stmt)
     return print_stmt(stmt).splitlines()[0]
+
+
+def validate_for(
+    kernel: KernelIR, capabilities: Capabilities, cube_dim: tuple[int, int, int]
+) -> None:
+    """Accepts ``kernel``, specialised for ``cube_dim``, on a target with ``capabilities``, or
+    raises :class:`~cubejit.errors.ValidationError` saying what the target lacks. ``kernel``
+    must already be valid (:func:`validate`)."""
+    try:
+        _check_capabilities(kernel, capabilities, cube_dim)
+    except _Invalid as exc:
+        raise ValidationError(
+            f"kernel {kernel.name}: the {capabilities.backend} backend cannot run it: {exc}",
+            kernel=kernel.name,
+        ) from None
+
+
+def _check_capabilities(
+    kernel: KernelIR, capabilities: Capabilities, cube_dim: tuple[int, int, int]
+) -> None:
+    for axis, dim, limit in zip("xyz", cube_dim, capabilities.largest_cube, strict=True):
+        if dim > limit:
+            _fail(f"cube_dim {cube_dim} has {dim} units along {axis}; at most {limit}")
+    units = math.prod(cube_dim)
+    if units > capabilities.max_units_per_cube:
+        _fail(
+            f"cube_dim {cube_dim} has {units} units per cube; "
+            f"at most {capabilities.max_units_per_cube}"
+        )
+    values = declared(kernel)
+    for value in values.values():
+        item = value.item
+        if item.width == 1:
+            continue
+        if (
+            item.width not in capabilities.line_widths
+            or item.width * item.elem.itemsize > capabilities.max_line_bytes
+        ):
+            _fail(f"{value.name} has lines of {item}, which this target has not")
+    for stmt in walk_stmts(kernel.body):
+        done = own_traits(stmt, values)
+        if done.synchronises is not None and done.synchronises not in capabilities.barriers:
+            _fail(
+                f"it has no barrier across a {done.synchronises.name.lower()}\n  in: {_brief(stmt)}"
+            )

@@ -12,33 +12,53 @@ Where LANGUAGE.md leaves a choice, the language decides:
   translated (errors in the other one never show). Locals are run-time values, never folded.
 - ``x if c else y`` with two literal branches and a run-time ``c`` takes ``f32`` when either
   is a float, else ``i32``.
-- A local may be declared with a type: ``acc: cj.f64 = 0``. A ``@cj.function`` may annotate
-  parameters (arguments are checked and literals converted) and its result type.
+- A local first assigned a bare literal (``acc = 0``) is retyped to the first typed value it
+  meets when the literal is exact there; the kernel is translated again with that type (at
+  most once per such local). A local may also be declared with a type: ``acc: cj.f64 = 0``.
+  A ``@cj.function`` may annotate parameters (arguments are checked and literals converted)
+  and its result type.
 - ``cj.unroll`` expands at most 4096 iterations. ``len(a)``, ``int(x)``, ``float(x)`` and
   ``pow`` are errors that name the language's spelling (``a.len()``, casts, ``**``).
 """
 
 from __future__ import annotations
 
-from cubejit.lang.annotations import Array, Comptime
+from cubejit.lang.annotations import Array, Comptime, Tensor
 from cubejit.lang.function import Function, function
 from cubejit.lang.intrinsics import (
     abs,
+    acos,
+    acosh,
+    asin,
+    asinh,
+    atan,
+    atan2,
+    atanh,
+    bitcast,
     cdiv,
     ceil,
     cos,
+    cosh,
     erf,
     exp,
+    exp2,
     floor,
     fma,
+    hypot,
+    isinf,
+    isnan,
     log,
+    log2,
     max,
     min,
     pow,
+    round,
     sin,
+    sinh,
     sqrt,
     tan,
     tanh,
+    trunc,
     unroll,
 )
 from cubejit.lang.kernel import Kernel, KernelSpec, kernel
@@ -49,23 +69,41 @@ __all__ = [
     "Function",
     "Kernel",
     "KernelSpec",
+    "Tensor",
     "abs",
+    "acos",
+    "acosh",
+    "asin",
+    "asinh",
+    "atan",
+    "atan2",
+    "atanh",
+    "bitcast",
     "cdiv",
     "ceil",
     "cos",
+    "cosh",
     "erf",
     "exp",
+    "exp2",
     "floor",
     "fma",
     "function",
+    "hypot",
+    "isinf",
+    "isnan",
     "kernel",
     "log",
+    "log2",
     "max",
     "min",
     "pow",
+    "round",
     "sin",
+    "sinh",
     "sqrt",
     "tan",
     "tanh",
+    "trunc",
     "unroll",
 ]

@@ -1,7 +1,10 @@
-"""The annotations a kernel signature is written with: scalars, ``cj.Array[T]``, ``cj.Comptime[T]``.
+"""The annotations a kernel signature is written with: scalars, ``cj.Array[T]``,
+``cj.Tensor[T]`` and ``cj.Comptime[T]``.
 
-``cj.Array[cj.f32]`` evaluates to the IR's :class:`~cubejit.ir.types.ArrayType`, so an
-annotation means the same whether Python evaluated it or the frontend read it from the source.
+``cj.Array[cj.f32]`` evaluates to the IR's :class:`~cubejit.ir.types.ArrayType` and
+``cj.Tensor[cj.f32]`` to a :class:`~cubejit.ir.types.TensorType` whose rank each launch's argument
+decides (``cj.Tensor[cj.f32, 2]`` fixes it), so an annotation means the same whether Python
+evaluated it or the frontend read it from the source.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cubejit.ir.types import ArrayType, Scalar, Type
+from cubejit.ir.types import ArrayType, Scalar, TensorType, Type
 
 
 class Array:
@@ -22,6 +25,21 @@ class Array:
         if not isinstance(elem, Scalar):
             raise TypeError(f"cj.Array[...] takes a scalar type such as cj.f32, not {elem!r}")
         return ArrayType(elem)
+
+
+class Tensor:
+    """``cj.Tensor[T]``: an n-dimensional strided view of a buffer of the scalar ``T``, its rank
+    taken from the argument at launch; ``cj.Tensor[T, rank]`` fixes the rank."""
+
+    def __class_getitem__(cls, params: object) -> TensorType:
+        elem, rank = params if isinstance(params, tuple) and len(params) == 2 else (params, None)
+        if not isinstance(elem, Scalar):
+            raise TypeError(f"cj.Tensor[...] takes a scalar type such as cj.f32, not {elem!r}")
+        if rank is not None and (not isinstance(rank, builtins.int) or isinstance(rank, bool)):
+            raise TypeError(f"the rank of cj.Tensor[T, rank] is an int, not {rank!r}")
+        if rank is not None and rank < 1:
+            raise TypeError(f"a tensor has rank 1 or more, not {rank}")
+        return TensorType(elem, rank)
 
 
 COMPTIME_KINDS = (builtins.int, builtins.bool, builtins.float)

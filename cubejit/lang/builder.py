@@ -15,16 +15,40 @@ from typing import Any
 
 from cubejit.errors import CompilationError, UnsupportedError
 from cubejit.ir.nodes import Assign, Expr, Param, Stmt, Var
+from cubejit.ir.traversal import walk_expr
 from cubejit.ir.types import Scalar
 from cubejit.lang.frame import Frame
 from cubejit.lang.source import Problem
 from cubejit.lang.unsupported import unsupported_message
+from cubejit.lang.values import Literal, TypeMix, exact_in
+
+
+class Retranslate(Exception):
+    """Raised to start the translation again with ``types``: locals first assigned a bare
+    literal, given the type they were later combined with."""
+
+    def __init__(self, types: dict[str, Scalar]) -> None:
+        super().__init__("retranslate")
+        self.types = types
 
 
 class Builder:
-    """Holds one kernel's IR under construction."""
+    """Holds one kernel's IR under construction.
 
-    def __init__(self, kernel_name: str, params: tuple[Param, ...]) -> None:
+    A local first assigned a bare literal (``acc = 0``) takes the literal's default type, and
+    is remembered; when a value of another type later meets it (``acc += x[i]`` with an ``f32``
+    ``x``) and the literal is exact in that type, the translation starts again with the local
+    declared in that type (:class:`Retranslate`). Each restart fixes one more local for good,
+    so there are at most as many as such locals.
+    """
+
+    def __init__(
+        self, kernel_name: str, params: tuple[Param, ...], retyped: dict[str, Scalar] | None = None
+    ) -> None:
+        self.retyped: dict[str, Scalar] = dict(retyped or {})
+        """The types of locals a previous attempt found (IR name to type)."""
+        self.from_literal: dict[str, Literal] = {}
+        """Locals first assigned a bare literal in this attempt, by IR name."""
         self.kernel_name = kernel_name
         self.params = params
         self.used: set[str] = {p.name for p in params}
@@ -83,9 +107,30 @@ class Builder:
         except Problem as problem:
             raise self.error(node, problem) from None
 
+    def retype(self, mix: TypeMix) -> None:
+        """Raises :class:`Retranslate` if ``mix`` is resolved by a local that was first
+        assigned a literal exact in the type it met, and was not retyped already."""
+        found: dict[str, Scalar] = {}
+        for expr, wanted in mix.wanted:
+            for sub in walk_expr(expr):
+                if not isinstance(sub, Var) or sub.type != expr.type:
+                    continue
+                literal = self.from_literal.get(sub.name)
+                if (
+                    literal is not None
+                    and sub.name not in self.retyped
+                    and exact_in(literal, wanted)
+                ):
+                    found.setdefault(sub.name, wanted)
+        if found:
+            raise Retranslate({**self.retyped, **found})
+
     def error(self, node: ast.AST, problem: Problem) -> CompilationError:
         """``problem`` as the error a user sees: the place (with the chain of inlined calls
-        that led there), the kernel, what is wrong and what to write instead."""
+        that led there), the kernel, what is wrong and what to write instead. A type mix
+        that retyping a literal's local resolves raises :class:`Retranslate` instead."""
+        if isinstance(problem, TypeMix):
+            self.retype(problem)
         frame = self.frame
         text = frame.source.message(problem.node or node, self.kernel_name, problem.message)
         while frame.call is not None:

@@ -10,15 +10,29 @@ from __future__ import annotations
 
 import ast
 import builtins
+import math
 
-from cubejit.ir.nodes import Assign, Binary, BinaryOp, Const, Length, Select, Var
-from cubejit.ir.types import ArrayType, Scalar, bool_
+from cubejit.ir.nodes import (
+    Assign,
+    Binary,
+    BinaryOp,
+    Const,
+    Expr,
+    Length,
+    Math,
+    MathFn,
+    Select,
+    Shape,
+    Stride,
+    Var,
+)
+from cubejit.ir.types import ArrayType, Scalar, TensorType, bool_, f32, u32
 from cubejit.lang import intrinsics
 from cubejit.lang.annotations import ComptimeType
 from cubejit.lang.expressions import ExpressionRules
 from cubejit.lang.frame import Binding, ConstBinding, Frame, LocalBinding
 from cubejit.lang.function import Function
-from cubejit.lang.operators import cast, fold_binary, math_call
+from cubejit.lang.operators import bitcast, cast, fold_binary, math_call
 from cubejit.lang.signature import annotation_of
 from cubejit.lang.source import Problem, Spelling
 from cubejit.lang.values import ArrayRef, Literal, PyObject, Scalarish, Value, coerce, unify
@@ -35,17 +49,18 @@ _INSTEAD = {
 }
 
 
+_BUFFER_METHODS = frozenset(("len", "rank", "shape", "stride", "coordinate"))
+
+
 class CallRules(ExpressionRules):
     """The call half of the expression translator."""
 
     def expr_Call(self, node: ast.Call) -> Value:
         func = node.func
-        if isinstance(func, ast.Attribute) and func.attr == "len":
+        if isinstance(func, ast.Attribute) and func.attr in _BUFFER_METHODS:
             target = self.expr(func.value)
             if isinstance(target, ArrayRef):
-                if node.args or node.keywords:
-                    raise Problem("`.len()` takes no arguments")
-                return Length(target.name)
+                return self.buffer_method(target, func.attr, node)
         callee = self.expr(func)
         text = Spelling(node)
         if not isinstance(callee, PyObject):
@@ -67,6 +82,17 @@ class CallRules(ExpressionRules):
             return math_call(marker, self.operands(node.args), text)
         if obj is intrinsics.cdiv:
             return self.cdiv(node, text)
+        if obj is intrinsics.isnan or obj is intrinsics.isinf:
+            return self.float_test(obj is intrinsics.isnan, node, text)
+        if obj is intrinsics.bitcast:
+            if len(node.args) != 2:
+                raise Problem("cj.bitcast takes a value and a type: `cj.bitcast(x, cj.u32)`")
+            target = self.expr(node.args[1])
+            if not (isinstance(target, PyObject) and isinstance(target.obj, Scalar)):
+                raise Problem(
+                    f"the second argument of cj.bitcast is a type, e.g. cj.u32, in `{text}`"
+                )
+            return bitcast(self.scalar(node.args[0]), target.obj, text)
         instead = _INSTEAD.get(obj)  # type: ignore[call-overload]
         if instead is not None:
             raise Problem(
@@ -86,6 +112,76 @@ class CallRules(ExpressionRules):
             f"(cj.f32(x)), cj math functions and @cj.function functions",
             unsupported=True,
         )
+
+    def buffer_method(self, ref: ArrayRef, method: str, node: ast.Call) -> Value:
+        """``a.len()``, and a tensor's ``t.rank()``, ``t.shape(d)``, ``t.stride(d)`` and
+        ``t.coordinate(i, d)``; ``d`` is a constant (a literal, comptime value or ``cj.unroll``
+        index) below the rank."""
+        text = Spelling(node)
+        if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+            raise Problem(f"`.{method}(...)` takes positional arguments only, in `{text}`")
+        arity = {"len": 0, "rank": 0, "shape": 1, "stride": 1, "coordinate": 2}[method]
+        if method == "len":
+            if node.args:
+                raise Problem("`.len()` takes no arguments")
+            return Length(ref.name)
+        t = ref.type
+        if not isinstance(t, TensorType) or t.rank is None:
+            raise Problem(
+                f"`.{method}()` is a tensor's; `{ast.unparse(node.func)}` is an array, which "
+                f"has one method, `.len()` (annotate it cj.Tensor[...] for a strided view)",
+                unsupported=True,
+            )
+        if len(node.args) != arity:
+            raise Problem(f"`.{method}()` takes {arity} argument(s), in `{text}`")
+        if method == "rank":
+            return Literal(t.rank)
+        dim = self.scalar(node.args[-1])
+        if (
+            not isinstance(dim, Literal)
+            or isinstance(dim.value, bool)
+            or not isinstance(dim.value, int)
+        ):
+            raise Problem(
+                f"the dimension of `{text}` must be a constant int (a literal, a comptime "
+                f"value or a cj.unroll index)"
+            )
+        d = dim.value
+        if not 0 <= d < t.rank:
+            raise Problem(f"`{text}`: dimension {d} of a tensor of rank {t.rank}")
+        if method == "shape":
+            return Shape(ref.name, d)
+        if method == "stride":
+            return Stride(ref.name, d)
+        index = coerce(self.scalar(node.args[0]), u32, f"the index of `{text}`")
+        inner: Expr | None = None
+        for k in range(d + 1, t.rank):
+            inner = (
+                Shape(ref.name, k)
+                if inner is None
+                else Binary(BinaryOp.MUL, inner, Shape(ref.name, k), u32)
+            )
+        if inner is not None:
+            index = Binary(BinaryOp.FLOORDIV, index, inner, u32)
+        return Binary(BinaryOp.MOD, index, Shape(ref.name, d), u32)
+
+    def float_test(self, nan: bool, node: ast.Call, text: Spelling) -> Scalarish:
+        """``cj.isnan(x)`` (``x != x``) or ``cj.isinf(x)`` (``abs(x) == inf``), on a float."""
+        name = "isnan" if nan else "isinf"
+        if len(node.args) != 1:
+            raise Problem(f"cj.{name} takes one float, in `{text}`")
+        value = self.scalar(node.args[0])
+        if isinstance(value, Literal):
+            if isinstance(value.value, bool):
+                raise Problem(f"cj.{name} takes a float, not a bool, in `{text}`")
+            v = value.float_in(f32)
+            return Literal(math.isnan(v) if nan else math.isinf(v))
+        if not value.type.is_float:
+            raise Problem(f"cj.{name} takes a float, not {value.type}, in `{text}`")
+        if nan:
+            return Binary(BinaryOp.NE, value, value, bool_)
+        magnitude = Math(MathFn.ABS, (value,), value.type)
+        return Binary(BinaryOp.EQ, magnitude, Const(math.inf, value.type), bool_)
 
     def cdiv(self, node: ast.Call, text: Spelling) -> Scalarish:
         """``cj.cdiv(a, b)``: integer ceiling division, ``a // b + (a % b != 0)``, which holds
@@ -131,6 +227,7 @@ class CallRules(ExpressionRules):
         self.inlined[fn.fn.__name__] = count
         frame = Frame(fn.source, f"{fn.fn.__name__}_{count}_", fn.assigned, call=(self.frame, node))
         self.frames.append(frame)
+        start_block, start = self.block, len(self.block)
         try:
             try:
                 self._enter(fn, frame, values)
@@ -140,6 +237,8 @@ class CallRules(ExpressionRules):
             complete = self.block_of(body)
         finally:
             self.frames.pop()
+        if frame.return_flag is not None:
+            start_block.insert(start, Assign(frame.return_flag, Const(False, bool_)))
         if not frame.returns_value:
             return PyObject(None, f"{fn.fn.__name__}(...)")
         if not complete:
@@ -168,6 +267,7 @@ class CallRules(ExpressionRules):
             annotated = annotation_of(fn.source, arg.annotation) if arg.annotation else None
             try:
                 frame.env[arg.arg] = self._bind(frame, arg.arg, annotated, value)
+                frame.defined.add(arg.arg)  # type: ignore[union-attr]
             except Problem as problem:
                 problem.node = problem.node or arg
                 raise
@@ -202,10 +302,16 @@ class CallRules(ExpressionRules):
                 f"scalar type or leave it unannotated"
             )
         if isinstance(value, ArrayRef):
-            if annotated is not None and annotated != value.type:
+            any_rank = (
+                isinstance(annotated, TensorType)
+                and annotated.rank is None
+                and isinstance(value.type, TensorType)
+                and annotated.elem == value.type.elem
+            )
+            if annotated is not None and annotated != value.type and not any_rank:
                 raise Problem(f"{what} is {annotated}, but an {value.type} was passed")
             return value
-        if isinstance(annotated, ArrayType):
+        if isinstance(annotated, ArrayType | TensorType):
             raise Problem(f"{what} is {annotated}, but a scalar was passed")
         if isinstance(value, PyObject):
             raise Problem(

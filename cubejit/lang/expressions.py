@@ -15,6 +15,8 @@ import types
 from collections.abc import Callable
 from typing import Any, get_args
 
+import numpy as np
+
 from cubejit.ir.nodes import (
     Assign,
     Binary,
@@ -26,11 +28,12 @@ from cubejit.ir.nodes import (
     PositionOf,
     Select,
     Stmt,
+    TensorIndex,
     Unary,
     UnaryOp,
     Var,
 )
-from cubejit.ir.types import Kind, bool_, i32
+from cubejit.ir.types import Kind, TensorType, bool_, i32
 from cubejit.lang import intrinsics
 from cubejit.lang.builder import Builder
 from cubejit.lang.frame import ConstBinding, LocalBinding
@@ -77,6 +80,39 @@ UNARY_OPS: dict[type[ast.unaryop], UnaryOp] = {
     ast.Invert: UnaryOp.INVERT,
 }
 IR_EXPRS = get_args(Expr)
+
+
+def buffer_methods(ref: ArrayRef) -> str:
+    """What may be asked of ``ref``, for messages."""
+    if isinstance(ref.type, TensorType):
+        return (
+            "a tensor has `.len()`, `.rank()`, `.shape(d)`, `.stride(d)` and "
+            "`.coordinate(i, d)`, and is indexed `t[i, j, ...]`"
+        )
+    return "an array has one method, `.len()`"
+
+
+def tensor_index_nodes(tensor: ArrayRef, node: ast.Subscript) -> list[ast.expr]:
+    """The index expressions of ``node``, a subscript of ``tensor``: exactly its rank of them."""
+    assert isinstance(tensor.type, TensorType)
+    rank = tensor.type.rank
+    nodes = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
+    if any(isinstance(n, ast.Slice | ast.Starred) for n in nodes):
+        raise Problem(
+            f"a tensor is indexed one element at a time, `{ast.unparse(node.value)}[i, j, ...]`; "
+            f"slices are not supported",
+            unsupported=True,
+        )
+    if len(nodes) != rank:
+        example = ", ".join("ijkl"[d] if d < 4 else f"i{d}" for d in range(rank or 1))
+        raise Problem(
+            f"`{ast.unparse(node.value)}` is a tensor of rank {rank} and takes {rank} "
+            f"ind{'ex' if rank == 1 else 'ices'} (`{ast.unparse(node.value)}[{example}]`), "
+            f"not {len(nodes)}"
+        )
+    return nodes
+
+
 _MATH_NAMES = {
     m.fn.value for m in vars(intrinsics).values() if isinstance(m, intrinsics.MathMarker)
 }
@@ -166,8 +202,16 @@ class ExpressionRules(Builder):
         )
 
     def expr_Name(self, node: ast.Name) -> Value:
-        binding = self.frame.env.get(node.id)
+        frame = self.frame
+        binding = frame.env.get(node.id)
         if isinstance(binding, LocalBinding):
+            if frame.defined is not None and node.id not in frame.defined:
+                line = frame.source.place(node)[0]
+                raise Problem(
+                    f"`{node.id}` is read at line {line} before it is assigned on some path to "
+                    f"it (a local keeps no value from a branch or loop that may not have run); "
+                    f"assign `{node.id}` before the `if` or loop"
+                )
             return Var(binding.ir_name, binding.type)
         if isinstance(binding, ConstBinding):
             return binding.value
@@ -189,7 +233,8 @@ class ExpressionRules(Builder):
             return self.python_object(getattr(base.obj, node.attr), spelling)
         if isinstance(base, ArrayRef):
             raise Problem(
-                f"arrays have one method, `.len()`; `.{node.attr}` is not supported",
+                f"`.{node.attr}` of `{ast.unparse(node.value)}` is not supported; "
+                f"{buffer_methods(base)}",
                 unsupported=True,
             )
         raise Problem(
@@ -199,22 +244,28 @@ class ExpressionRules(Builder):
         )
 
     def python_object(self, obj: object, spelling: str) -> Value:
-        """What a Python object named ``spelling`` means in a kernel."""
+        """What a Python object named ``spelling`` means in a kernel. A number or bool (a
+        module constant, ``math.pi``) is captured by value, as a literal; its value is part of
+        the kernel's identity (:mod:`~cubejit.lang.identity`)."""
         from cubejit.lang.function import Function
         from cubejit.lang.kernel import Kernel
 
         if isinstance(obj, Position):
             return PositionOf(obj)
+        number = captured_number(obj)
+        if number is not None:
+            return Literal(number)
         if isinstance(obj, types.ModuleType | Function | Kernel | intrinsics.MathMarker) or (
-            obj in _KNOWN_OBJECTS or str(getattr(obj, "__module__", None)).startswith("cubejit.")
+            any(obj is known for known in _KNOWN_OBJECTS)
+            or str(getattr(obj, "__module__", None)).startswith("cubejit.")
         ):
             return PyObject(obj, spelling)
         kind = type(obj).__name__
         hint = ""
         if callable(obj) and getattr(obj, "__name__", None) in _MATH_NAMES:
             hint = f"; use cj.{obj.__name__}"  # type: ignore[union-attr]
-        elif isinstance(obj, bool | int | float):
-            hint = "; pass it as a cj.Comptime parameter (or a scalar parameter)"
+        elif hasattr(obj, "__array_interface__") or hasattr(obj, "__cuda_array_interface__"):
+            hint = "; pass it to the kernel as a cj.Array parameter"
         raise Problem(
             f"`{spelling}` is a Python {kind} captured from outside the kernel, "
             f"which is not supported ({kernel_sees()}){hint}",
@@ -225,8 +276,13 @@ class ExpressionRules(Builder):
         array = self.expr(node.value)
         if not isinstance(array, ArrayRef):
             raise Problem(
-                f"only arrays can be indexed; `{ast.unparse(node.value)}` is not one",
+                f"only arrays and tensors can be indexed; `{ast.unparse(node.value)}` is not one",
                 unsupported=isinstance(array, PyObject),
+            )
+        if isinstance(array.type, TensorType):
+            nodes = tensor_index_nodes(array, node)
+            return Load(
+                array.name, self.tensor_index(array, nodes, self.operands(nodes)), array.type.elem
             )
         if isinstance(node.slice, ast.Slice | ast.Tuple):
             raise Problem(
@@ -235,6 +291,13 @@ class ExpressionRules(Builder):
                 unsupported=True,
             )
         return Load(array.name, self.index(node.slice), array.type.elem)
+
+    def tensor_index(
+        self, tensor: ArrayRef, nodes: list[ast.expr], values: list[Scalarish]
+    ) -> TensorIndex:
+        """The offset of ``tensor``'s element at ``values``, the translations of ``nodes``."""
+        indices = tuple(self.check_index(v, n) for v, n in zip(values, nodes, strict=True))
+        return TensorIndex(tensor.name, indices)
 
     def index(self, node: ast.expr) -> Expr:
         """An array index: any integer type; a constant must not be negative."""
@@ -354,6 +417,16 @@ class ExpressionRules(Builder):
         then: tuple[Stmt, ...] = (*then_stmts, Assign(name, a))
         self.emit(If(cond, then, (*else_stmts, Assign(name, b))))
         return Var(name, a.type)
+
+
+def captured_number(obj: object) -> bool | int | float | None:
+    """The value of a number or bool captured from outside a kernel (Python's, or a numpy
+    scalar's), or None for any other object."""
+    if isinstance(obj, bool | int | float):
+        return obj
+    if isinstance(obj, np.bool_ | np.integer | np.floating):
+        return obj.item()  # type: ignore[no-any-return]
+    return None
 
 
 _KNOWN_OBJECTS = (

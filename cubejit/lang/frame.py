@@ -38,6 +38,17 @@ Binding = LocalBinding | ConstBinding | ArrayRef
 
 
 @dataclass(eq=False)
+class Loop:
+    """A loop around the statement being translated. A ``cj.unroll`` loop has no loop left to
+    jump in, so its ``break`` and ``continue`` set a bool local (made on first use) and the
+    statements they skip run under ``if not flag``."""
+
+    kind: KindOf["loop", "unroll"]
+    break_flag: str | None = None
+    continue_flag: str | None = None
+
+
+@dataclass(eq=False)
 class Frame:
     """One Python function being translated."""
 
@@ -49,8 +60,16 @@ class Frame:
     env: dict[str, Binding] = field(default_factory=dict)
     call: tuple[Frame, ast.Call] | None = None
     """The caller and the call expression, for an inlined function."""
-    loops: list[str] = field(default_factory=list)
-    """Kinds of the loops around the current statement in this function: "loop" or "unroll"."""
+    loops: list[Loop] = field(default_factory=list)
+    """The loops around the current statement in this function, innermost last."""
+    defined: set[str] | None = field(default_factory=set)
+    """The function's names assigned on every path to the current statement; None where no
+    path reaches it (after a ``return``, ``break`` or ``continue``)."""
+    raised: list[str] = field(default_factory=list)
+    """Jump flags (bool locals) some path may have set so far: statements after the one that
+    set them run only where none is set."""
+    return_flag: str | None = None
+    """The flag a ``return`` inside a loop of a function sets (made on first use)."""
     branch_depth: int = 0
     """How many run-time ``if`` branches enclose the current statement."""
     return_type: Scalar | None = None

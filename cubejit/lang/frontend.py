@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from cubejit.ir.nodes import KernelIR, Local, Param
-from cubejit.ir.types import ArrayType, Scalar
+from cubejit.ir.types import ArrayType, Scalar, TensorType
 from cubejit.lang.annotations import ParamAnnotation
+from cubejit.lang.builder import Retranslate
+from cubejit.lang.folding import check_int
 from cubejit.lang.frame import ConstBinding, Frame, LocalBinding
 from cubejit.lang.source import Problem, PySource
 from cubejit.lang.statements import StatementRules
@@ -32,20 +34,52 @@ def translate(
     Raises :class:`~cubejit.errors.CompilationError` (or ``UnsupportedError``) naming the kernel,
     the file and line, and what to write instead.
     """
-    params = tuple(Param(name, t) for name, t in signature if isinstance(t, Scalar | ArrayType))
-    translator = Translator(source.name, params)
+    params = tuple(
+        Param(name, t) for name, t in signature if isinstance(t, Scalar | ArrayType | TensorType)
+    )
+    retyped: dict[str, Scalar] = {}
+    while True:
+        try:
+            return _attempt(source, signature, comptime, params, retyped)
+        except Retranslate as again:
+            retyped = again.types
+
+
+def _attempt(
+    source: PySource,
+    signature: list[tuple[str, ParamAnnotation]],
+    comptime: Mapping[str, bool | int | float],
+    params: tuple[Param, ...],
+    retyped: dict[str, Scalar],
+) -> KernelIR:
+    """One translation, with the locals in ``retyped`` declared in those types."""
+    translator = Translator(source.name, params, retyped)
     frame = Frame(source, "", source.assigned)
     for name, t in signature:
-        if isinstance(t, ArrayType):
+        if isinstance(t, ArrayType | TensorType):
             frame.env[name] = ArrayRef(name, t)
         elif isinstance(t, Scalar):
             frame.env[name] = LocalBinding(name, t)
-        else:
-            frame.env[name] = ConstBinding(Literal(comptime[name]), "comptime")
+            frame.defined.add(name)  # type: ignore[union-attr]
     translator.frames.append(frame)
     try:
+        for name, t in signature:
+            if not isinstance(t, Scalar | ArrayType | TensorType):
+                frame.env[name] = ConstBinding(_comptime(source, name, comptime[name]), "comptime")
         translator.block_of(source.tree.body)
     except Problem as problem:
         raise translator.error(source.tree, problem) from None
     locals_ = tuple(Local(name, t) for name, t in translator.locals.items())
     return KernelIR(source.name, params, locals_, tuple(translator.block))
+
+
+def _comptime(source: PySource, name: str, value: bool | int | float) -> Literal:
+    """The constant a comptime parameter holds; an integer beyond every integer type of the
+    language is refused at the parameter."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            check_int(value, f"{name}={value}")
+        except Problem as problem:
+            problem.node = next(a for a in source.tree.args.args if a.arg == name)
+            raise
+    return Literal(value)

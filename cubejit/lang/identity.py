@@ -15,8 +15,10 @@ import enum
 import types
 from typing import Any
 
+import numpy as np
+
 from cubejit.compile.id import stable_digest
-from cubejit.ir.types import ArrayType, Scalar
+from cubejit.ir.types import ArrayType, Scalar, TensorType
 from cubejit.lang.annotations import ComptimeType
 from cubejit.lang.function import Function
 from cubejit.lang.source import PySource, is_missing
@@ -40,7 +42,7 @@ def _meaning(obj: Any) -> Any:
     """A description of ``obj`` that is the same in every process for the same meaning."""
     if isinstance(obj, Function):
         return ("function", obj.source.digest())
-    if isinstance(obj, Scalar | ArrayType | ComptimeType):
+    if isinstance(obj, Scalar | ArrayType | TensorType | ComptimeType):
         return ("type", str(obj))
     if isinstance(obj, enum.Enum):
         return ("enum", type(obj).__name__, obj.name)
@@ -48,6 +50,8 @@ def _meaning(obj: Any) -> Any:
         return ("module", obj.__name__)
     if obj is None or isinstance(obj, bool | int | float | str):
         return ("value", obj)
+    if isinstance(obj, np.bool_ | np.integer | np.floating):
+        return ("value", obj.item())
     name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
     module = getattr(obj, "__module__", None)
     if isinstance(name, str):

@@ -1,9 +1,11 @@
 """``@cj.kernel``, the :class:`Kernel` it returns and the :class:`KernelSpec` a launch uses.
 
-A kernel is specialised by its ``cube_dim`` and comptime values into a :class:`KernelSpec`, the
-object backends compile: it knows its :class:`~cubejit.compile.id.KernelId` and, on demand,
-its validated IR. Specs are cached on the kernel keyed by the launch's own arguments, so a
-launch of a known specialisation costs one dict lookup before the client's launch.
+A kernel is specialised by its ``cube_dim``, comptime values and the rank of each
+``cj.Tensor[T]`` parameter into a :class:`KernelSpec`, the object backends compile: it knows its
+:class:`~cubejit.compile.id.KernelId` and, on demand, its validated IR. Specs are cached on the
+kernel keyed by the launch's own arguments, so a launch of a known specialisation costs one dict
+lookup before the client's launch (a kernel with tensors reads each tensor argument's ``ndim``
+too: a rank is part of the kernel, a shape never is).
 """
 
 from __future__ import annotations
@@ -13,22 +15,26 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+import numpy as np
+
 from cubejit.compile.id import KernelId
 from cubejit.errors import CompilationError, LaunchError, UnsupportedError
 from cubejit.ir.nodes import KernelIR, Param
-from cubejit.ir.types import ArrayType, Scalar
+from cubejit.ir.types import ArrayType, Scalar, TensorType
 from cubejit.ir.validate import validate
 from cubejit.lang.annotations import ComptimeType, ParamAnnotation
 from cubejit.lang.frontend import translate
 from cubejit.lang.identity import source_digest
 from cubejit.lang.signature import kernel_parameters
 from cubejit.lang.source import Problem, PySource
+from cubejit.runtime.limits import as_dims
 
 
 class KernelSpec:
-    """One specialisation of a kernel: fixed ``cube_dim`` and comptime values.
+    """One specialisation of a kernel: fixed ``cube_dim``, comptime values and tensor ranks.
 
-    ``params`` are the launch arguments (comptime parameters excluded) in signature order.
+    ``params`` are the launch arguments (comptime parameters excluded) in signature order, each
+    tensor with its rank.
     ``id()`` and ``define()`` are computed once; ``define()`` may be called from any thread.
     """
 
@@ -43,6 +49,8 @@ class KernelSpec:
         "line",
         "name",
         "params",
+        "ranks",
+        "signature",
     )
 
     def __init__(
@@ -50,10 +58,24 @@ class KernelSpec:
         kernel: Kernel,
         cube_dim: tuple[int, int, int],
         comptime: dict[str, bool | int | float],
+        ranks: dict[str, int] | None = None,
     ) -> None:
         self.kernel = kernel
         self.name = kernel.name
-        self.params: tuple[Param, ...] = kernel.params
+        self.ranks = ranks or {}
+        """The rank of each tensor parameter whose annotation leaves it to the launch."""
+        self.signature: list[tuple[str, ParamAnnotation]] = [
+            (
+                n,
+                TensorType(t.elem, self.ranks[n])
+                if isinstance(t, TensorType) and n in self.ranks
+                else t,
+            )
+            for n, t in kernel.signature
+        ]
+        self.params: tuple[Param, ...] = tuple(
+            Param(n, t) for n, t in self.signature if isinstance(t, Scalar | ArrayType | TensorType)
+        )
         self.cube_dim = cube_dim
         self.comptime = comptime
         self.file = kernel.file
@@ -82,7 +104,7 @@ class KernelSpec:
         if ir is None:
             with self._lock:
                 if self._ir is None:
-                    built = translate(self.kernel.source, self.kernel.signature, self.comptime)
+                    built = translate(self.kernel.source, self.signature, self.comptime)
                     validate(built)
                     self._ir = built
                 ir = self._ir
@@ -90,25 +112,30 @@ class KernelSpec:
 
     def __repr__(self) -> str:
         x, y, z = self.cube_dim
-        extra = "".join(f", {k}={v!r}" for k, v in self.comptime.items())
+        extra = "".join(f", {k}={v!r}" for k, v in (*self.comptime.items(), *self.ranks.items()))
         return f"<KernelSpec {self.name} cube_dim=({x}, {y}, {z}){extra}>"
 
 
 def _cube_dim(value: Any) -> tuple[int, int, int]:
-    dims = (
-        (value,)
-        if isinstance(value, int)
-        else tuple(value)
-        if isinstance(value, tuple | list)
-        else ()
-    )
-    if not 1 <= len(dims) <= 3 or not all(
-        isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in dims
-    ):
+    dims = as_dims(value)
+    if dims is None:
         raise LaunchError(
             f"cube_dim must be a positive int or a tuple of 1 to 3 of them, not {value!r}"
         )
-    return (*dims, *(1,) * (3 - len(dims)))  # type: ignore[return-value]
+    return dims
+
+
+def _rank_of(value: Any) -> int:
+    """The rank a tensor argument gives its parameter: its ``ndim`` (numpy, CuPy, PyTorch,
+    cubejit's buffers), else its ``__cuda_array_interface__``'s; 1 for anything else, which the
+    client's argument check then refuses with a message naming the parameter."""
+    ndim = getattr(value, "ndim", None)
+    if type(ndim) is int and ndim >= 1:
+        return ndim
+    interface = getattr(value, "__cuda_array_interface__", None)
+    if isinstance(interface, dict) and isinstance(interface.get("shape"), tuple | list):
+        return max(1, len(interface["shape"]))
+    return 1
 
 
 class Kernel:
@@ -135,8 +162,14 @@ class Kernel:
                 self.source.message(node, self.name, problem.message), kernel=self.name
             ) from None
         self.params = tuple(
-            Param(n, t) for n, t in self.signature if isinstance(t, Scalar | ArrayType)
+            Param(n, t) for n, t in self.signature if isinstance(t, Scalar | ArrayType | TensorType)
         )
+        self.free_ranks: tuple[tuple[int, str], ...] = tuple(
+            (i, p.name)
+            for i, p in enumerate(self.params)
+            if isinstance(p.type, TensorType) and p.type.rank is None
+        )
+        """``(position, name)`` of each tensor parameter whose rank its argument decides."""
         self.comptime_params: dict[str, ComptimeType] = {
             n: t for n, t in self.signature if isinstance(t, ComptimeType)
         }
@@ -156,6 +189,15 @@ class Kernel:
     ) -> Any:
         """Runs ``cube_count`` cubes of ``cube_dim`` units with ``args`` (comptime values by
         keyword) on ``client``, through ``client.launch(spec, cube_count, args)``."""
+        if self.free_ranks:
+            ranks = tuple(_rank_of(args[i]) if i < len(args) else 1 for i, _ in self.free_ranks)
+            key = (cube_dim, ranks, *comptime.items())
+            try:
+                spec = self._specs[key]
+            except (KeyError, TypeError):
+                named = {name: r for (_, name), r in zip(self.free_ranks, ranks, strict=True)}
+                spec = self._specialize_key(cube_dim, {**comptime, **named}, key)
+            return client.launch(spec, cube_count, args)
         try:
             spec = self._specs[(cube_dim, *comptime.items()) if comptime else cube_dim]
         except (KeyError, TypeError):
@@ -163,7 +205,10 @@ class Kernel:
         return client.launch(spec, cube_count, args)
 
     def specialize(self, cube_dim: Any, **comptime: Any) -> KernelSpec:
-        """The :class:`KernelSpec` a launch with this ``cube_dim`` and comptime values uses."""
+        """The :class:`KernelSpec` a launch with this ``cube_dim`` and comptime values uses; the
+        rank of each ``cj.Tensor[T]`` parameter is passed by keyword too (``x=2``)."""
+        if self.free_ranks:
+            return self._specialize_key(cube_dim, comptime)
         try:
             return self._specs[(cube_dim, *comptime.items()) if comptime else cube_dim]
         except (KeyError, TypeError):
@@ -173,18 +218,45 @@ class Kernel:
         """Asks ``client`` to have this specialisation ready (``client.prepare(spec)``)."""
         return client.prepare(self.specialize(cube_dim, **comptime))
 
-    def _specialize_key(self, cube_dim: Any, comptime: dict[str, Any]) -> KernelSpec:
+    def _specialize_key(
+        self, cube_dim: Any, comptime: dict[str, Any], key: Any = None
+    ) -> KernelSpec:
         dims = _cube_dim(cube_dim)
-        values = self._comptime_values(comptime)
-        canonical = ("spec", dims, tuple(sorted(values.items())))
+        ranks = self._ranks(comptime)
+        values = self._comptime_values({k: v for k, v in comptime.items() if k not in ranks})
+        canonical = ("spec", dims, tuple(sorted(values.items())), tuple(sorted(ranks.items())))
         spec = self._specs.get(canonical)
         if spec is None:
-            spec = self._specs.setdefault(canonical, KernelSpec(self, dims, values))
+            spec = self._specs.setdefault(canonical, KernelSpec(self, dims, values, ranks))
+        if key is None and not self.free_ranks:
+            key = (cube_dim, *comptime.items()) if comptime else cube_dim
         try:
-            self._specs[(cube_dim, *comptime.items()) if comptime else cube_dim] = spec
+            if key is not None:
+                self._specs[key] = spec
         except TypeError:
             pass
         return spec
+
+    def _ranks(self, given: dict[str, Any]) -> dict[str, int]:
+        """The ranks of the tensor parameters whose annotation leaves them to the launch, from
+        ``given`` (a tensor's name as keyword, its rank as value)."""
+        names = [name for _, name in self.free_ranks]
+        missing = [n for n in names if n not in given]
+        if missing:
+            raise LaunchError(
+                f"kernel {self.name} needs the rank of its tensor parameter(s) "
+                f"{', '.join(missing)}, passed by keyword: {missing[0]}=2"
+            )
+        ranks = {}
+        for name in names:
+            rank = given[name]
+            if isinstance(rank, bool) or not isinstance(rank, int | np.integer) or rank < 1:
+                raise LaunchError(
+                    f"kernel {self.name}: the rank of tensor parameter {name} is an int of 1 or "
+                    f"more, not {rank!r}"
+                )
+            ranks[name] = int(rank)
+        return ranks
 
     def _comptime_values(self, given: dict[str, Any]) -> dict[str, bool | int | float]:
         expected = self.comptime_params
@@ -227,7 +299,7 @@ def kernel(fn: Callable[..., Any] | None = None, *, warm: Iterable[Mapping[str, 
     """Makes ``fn`` a kernel: ``@cj.kernel`` or ``@cj.kernel(warm=[dict(cube_dim=256, N=4)])``.
 
     ``warm`` lists specialisations a tool may compile ahead of any launch. The signature is
-    read now (every parameter annotated with a scalar type, ``cj.Array[T]`` or
+    read now (every parameter annotated with a scalar type, ``cj.Array[T]``, ``cj.Tensor[T]`` or
     ``cj.Comptime[T]``); the body is translated when a specialisation is first defined.
     """
     if fn is None:

@@ -2,15 +2,13 @@
 
 After :func:`tail_returns`, a ``return`` is always the last statement its path executes: the
 statements that followed an ``if`` holding a return are copied into the branches that fall
-through. Inlining then turns ``return v`` into "the result is ``v``" with nothing left to skip.
-A return inside a loop would need a jump out of it, which the IR does not have.
+through. Inlining then turns ``return v`` into "the result is ``v``" with nothing left to skip. A
+return inside a loop leaves it through a flag instead (see ``StatementRules._leave_loops``).
 """
 
 from __future__ import annotations
 
 import ast
-
-from cubejit.lang.source import Problem
 
 
 def tail_returns(body: list[ast.stmt]) -> list[ast.stmt]:
@@ -21,8 +19,6 @@ def tail_returns(body: list[ast.stmt]) -> list[ast.stmt]:
         if isinstance(stmt, ast.Return):
             out.append(stmt)
             return out
-        if isinstance(stmt, ast.For | ast.While):
-            _refuse_loop_returns(stmt)
         if isinstance(stmt, ast.If) and _has_return(stmt):
             rest = body[index + 1 :]
             branch = ast.If(
@@ -38,15 +34,3 @@ def tail_returns(body: list[ast.stmt]) -> list[ast.stmt]:
 
 def _has_return(stmt: ast.stmt) -> bool:
     return any(isinstance(node, ast.Return) for node in ast.walk(stmt))
-
-
-def _refuse_loop_returns(loop: ast.For | ast.While) -> None:
-    for node in ast.walk(loop):
-        if isinstance(node, ast.Return):
-            raise Problem(
-                "a `return` inside a loop of a @cj.function is not supported (inlined code "
-                "cannot jump out of a loop); set a result variable and `break`, then return "
-                "it after the loop",
-                unsupported=True,
-                node=node,
-            )

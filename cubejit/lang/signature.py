@@ -10,11 +10,11 @@ from __future__ import annotations
 import ast
 import builtins
 
-from cubejit.ir.types import ArrayType, Scalar
+from cubejit.ir.types import ArrayType, Scalar, TensorType
 from cubejit.lang.annotations import ComptimeType, ParamAnnotation
 from cubejit.lang.source import Problem, PySource, is_missing
 
-_EXPECTED = "a scalar type (cj.f32...), cj.Array[T] or cj.Comptime[int|bool|float]"
+_EXPECTED = "a scalar type (cj.f32...), cj.Array[T], cj.Tensor[T] or cj.Comptime[int|bool|float]"
 
 
 def _evaluate(source: PySource, node: ast.expr) -> object:
@@ -34,6 +34,10 @@ def _evaluate(source: PySource, node: ast.expr) -> object:
             return base[_evaluate(source, node.slice)]  # type: ignore[index]
         except TypeError as exc:
             raise Problem(f"`{ast.unparse(node)}`: {exc}", node=node) from None
+    if isinstance(node, ast.Tuple):
+        return tuple(_evaluate(source, e) for e in node.elts)
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         try:
             inner = ast.parse(node.value, mode="eval").body
@@ -46,7 +50,7 @@ def _evaluate(source: PySource, node: ast.expr) -> object:
 def annotation_of(source: PySource, node: ast.expr) -> ParamAnnotation:
     """The type an annotation names; a :class:`Problem` at ``node`` if it names none."""
     obj = _evaluate(source, node)
-    if isinstance(obj, Scalar | ArrayType | ComptimeType):
+    if isinstance(obj, Scalar | ArrayType | TensorType | ComptimeType):
         return obj
     hint = ""
     if obj in (builtins.int, builtins.float, builtins.bool):

@@ -1,4 +1,6 @@
-"""Translating Python statements: assignments, ``if``, loops, ``break``/``continue``, ``return``.
+"""Translating Python statements: assignments, ``if`` and ``while``, and blocks of them (``for``
+is in :mod:`~cubejit.lang.loops`; ``break``, ``continue`` and ``return`` in
+:mod:`~cubejit.lang.jumps`).
 
 :meth:`StatementRules.block_of` returns whether every path through a block ended in a
 ``return``: a ``@cj.function`` that returns a value must do so on every path. Statements after
@@ -8,25 +10,32 @@ a ``return``, ``break`` or ``continue`` are never run by Python and are not tran
 from __future__ import annotations
 
 import ast
+import functools
+from collections.abc import Callable
 
 from cubejit.ir.nodes import (
     Assign,
+    Binary,
+    BinaryOp,
     Break,
-    Continue,
+    Expr,
     If,
     Load,
-    Return,
     Stmt,
     Store,
+    TensorIndex,
     Unary,
     UnaryOp,
+    Var,
     While,
 )
-from cubejit.ir.types import Scalar, bool_
+from cubejit.ir.types import Scalar, TensorType, bool_
+from cubejit.lang.builder import Retranslate
 from cubejit.lang.calls import CallRules
-from cubejit.lang.expressions import BINARY_OPS
+from cubejit.lang.expressions import BINARY_OPS, tensor_index_nodes
 from cubejit.lang.frame import ConstBinding, LocalBinding
-from cubejit.lang.loops import LoopRules
+from cubejit.lang.jumps import JumpRules
+from cubejit.lang.loops import JUMPED, RETURNED, meet
 from cubejit.lang.operators import binary
 from cubejit.lang.signature import annotation_of
 from cubejit.lang.source import Problem, Spelling
@@ -38,32 +47,62 @@ from cubejit.lang.values import (
     Value,
     coerce,
     contains_load,
+    exact_in,
     typed,
 )
 
-RETURNED, JUMPED = "returned", "jumped"
 
-
-class StatementRules(LoopRules, CallRules):
+class StatementRules(JumpRules, CallRules):
     """The statement half of the translator."""
 
     def block_of(self, stmts: list[ast.stmt]) -> bool:
-        """Translates ``stmts`` into the current block; whether every path returned."""
-        for stmt in stmts:
+        """Translates ``stmts`` into the current block; whether every path returned. After a
+        statement that may have set a jump flag, the rest runs under ``if not flag``."""
+        frame = self.frame
+        for index, stmt in enumerate(stmts):
+            raised = len(frame.raised)
             ending = self.stmt(stmt)
             if ending is not None:
+                frame.defined = None
                 return ending == RETURNED
+            flags = list(dict.fromkeys(frame.raised[raised:]))
+            rest = stmts[index + 1 :]
+            if flags and rest:
+                return self.guarded(flags, functools.partial(self.block_of, rest))
         return False
 
-    def branch(self, stmts: list[ast.stmt]) -> tuple[tuple[Stmt, ...], bool]:
-        """``stmts`` as a block of their own, run only on some paths."""
-        self.frame.branch_depth += 1
+    def guarded(self, flags: list[str], translate: Callable[[], bool]) -> bool:
+        """Emits what ``translate`` translates under ``if not (flag or ...)``; whether every
+        path returned (those that set a flag did when each flag is a function's return)."""
+        frame = self.frame
+        before = None if frame.defined is None else set(frame.defined)
+        cond: Expr = Var(flags[0], bool_)
+        for flag in flags[1:]:
+            cond = Binary(BinaryOp.OR, cond, Var(flag, bool_), bool_)
+        frame.branch_depth += 1
+        try:
+            with self.capture() as block:
+                returned = translate()
+        finally:
+            frame.branch_depth -= 1
+        self.emit(If(Unary(UnaryOp.NOT, cond, bool_), tuple(block)))
+        frame.defined = meet(before, frame.defined)
+        return returned and all(flag == frame.return_flag for flag in flags)
+
+    def branch(self, stmts: list[ast.stmt]) -> tuple[tuple[Stmt, ...], bool, set[str] | None]:
+        """``stmts`` as a block of their own, run only on some paths: the block, whether it
+        returned, and the names defined where it falls through (None: it never does)."""
+        frame = self.frame
+        before = frame.defined
+        frame.defined = None if before is None else set(before)
+        frame.branch_depth += 1
         try:
             with self.capture() as block:
                 returned = self.block_of(stmts)
         finally:
-            self.frame.branch_depth -= 1
-        return tuple(block), returned
+            frame.branch_depth -= 1
+        after, frame.defined = frame.defined, before
+        return tuple(block), returned, after
 
     def stmt(self, node: ast.stmt) -> str | None:
         """Translates one statement; says whether it returned or jumped out of the block."""
@@ -117,7 +156,12 @@ class StatementRules(LoopRules, CallRules):
             ast.copy_location(ast.Subscript(target.value, target.slice, ast.Load()), target)
         )
         assert isinstance(load, Load)
-        if contains_load(load.index):
+        if isinstance(load.index, TensorIndex):
+            indices = tuple(
+                self.spill(i, "index") if contains_load(i) else i for i in load.index.indices
+            )
+            load = Load(load.array, TensorIndex(load.index.tensor, indices), load.type)
+        elif contains_load(load.index):
             load = Load(load.array, self.spill(load.index, "index"), load.type)
         current, rhs = self.operands([node.value], done=[load])
         value = coerce(
@@ -136,9 +180,21 @@ class StatementRules(LoopRules, CallRules):
                 raise self.error(
                     target,
                     Problem(
-                        f"only arrays can be indexed; `{ast.unparse(target.value)}` is not one"
+                        f"only arrays and tensors can be indexed; `{ast.unparse(target.value)}` "
+                        f"is not one"
                     ),
                 )
+            if isinstance(array.type, TensorType):
+                try:
+                    nodes = tensor_index_nodes(array, target)
+                except Problem as problem:
+                    raise self.error(target, problem) from None
+                scalar, *indices = self.operands(nodes, done=[self.as_scalar(value, target)])
+                element = coerce(
+                    scalar, array.type.elem, f"an element of `{ast.unparse(target.value)}`"
+                )
+                self.emit(Store(array.name, self.tensor_index(array, nodes, indices), element))
+                return
             if isinstance(target.slice, ast.Slice | ast.Tuple):
                 raise self.error(
                     target,
@@ -186,83 +242,45 @@ class StatementRules(LoopRules, CallRules):
                 unsupported=True,
             )
         scalar = self.as_scalar(value, node)
+        if frame.defined is not None:
+            frame.defined.add(name)
         if isinstance(binding, LocalBinding):
+            literal = self.from_literal.get(binding.ir_name)
+            if (
+                literal is not None
+                and not isinstance(scalar, Literal)
+                and scalar.type != binding.type
+                and binding.ir_name not in self.retyped
+                and exact_in(literal, scalar.type)
+            ):
+                raise Retranslate({**self.retyped, binding.ir_name: scalar.type})
             self.emit(Assign(binding.ir_name, coerce(scalar, binding.type, f"`{name}`")))
             return
-        expr = typed(scalar)
-        ir_name = self.declare(frame.prefix + name, expr.type)
+        ir_name = self.fresh(frame.prefix + name)
+        if isinstance(scalar, Literal):
+            self.from_literal[ir_name] = scalar
+            expr = coerce(scalar, self.retyped.get(ir_name) or typed(scalar).type, f"`{name}`")
+        else:
+            expr = scalar
+        self.locals[ir_name] = expr.type
         frame.env[name] = LocalBinding(ir_name, expr.type)
         self.emit(Assign(ir_name, expr))
 
     def stmt_If(self, node: ast.If) -> str | None:
         cond = self.condition(node.test, "`if`")
         if isinstance(cond, Literal):
-            returned = self.block_of(node.body if cond.value else node.orelse)
-            return RETURNED if returned else None
-        then, then_returned = self.branch(node.body)
-        orelse, else_returned = self.branch(node.orelse)
+            if self.block_of(node.body if cond.value else node.orelse):
+                return RETURNED
+            return JUMPED if self.frame.defined is None else None
+        then, then_returned, then_defined = self.branch(node.body)
+        orelse, else_returned, else_defined = self.branch(node.orelse)
         self.emit(If(cond, then, orelse))
-        return RETURNED if then_returned and else_returned else None
-
-    def stmt_Break(self, node: ast.Break) -> str:
-        self._jump("break")
-        self.emit(Break())
-        return JUMPED
-
-    def stmt_Continue(self, node: ast.Continue) -> str:
-        self._jump("continue")
-        self.emit(Continue())
-        return JUMPED
-
-    def _jump(self, word: str) -> None:
-        loops = self.frame.loops
-        if not loops:
-            raise Problem(f"`{word}` outside a loop")
-        if loops[-1] == "unroll":
-            raise Problem(
-                f"`{word}` inside a cj.unroll loop is not supported (the loop is "
-                f"expanded, there is nothing to jump in); use a plain "
-                f"`for ... in range(...)`, or an `if` around the body",
-                unsupported=True,
-            )
-
-    def stmt_Return(self, node: ast.Return) -> str:
-        frame = self.frame
-        if frame.is_kernel:
-            if node.value is not None:
-                raise Problem(
-                    "a kernel returns nothing (a bare `return` ends the unit); write "
-                    "the result into an array instead, e.g. `out[i] = value`"
-                )
-            self.emit(Return())
+        self.frame.defined = meet(then_defined, else_defined)
+        if then_returned and else_returned:
             return RETURNED
-        has_value = node.value is not None
-        if frame.returns_value is not None and frame.returns_value != has_value:
-            raise Problem(
-                "this function mixes `return` and `return value`; return a value on every path"
-            )
-        frame.returns_value = has_value
-        if node.value is None:
-            return RETURNED
-        value = self.scalar(node.value)
-        if frame.return_type is not None:
-            value = coerce(value, frame.return_type, "the annotated return type")
-        if frame.branch_depth == 0 and frame.result_name is None:
-            frame.result = value
-            return RETURNED
-        if frame.result_name is None:
-            t = frame.return_type or typed(value).type
-            frame.result_name = self.declare(frame.prefix + "result", t)
-        t = self.locals[frame.result_name]
-        self.emit(
-            Assign(
-                frame.result_name,
-                coerce(value, t, "the function's result (its first return decides its type)"),
-            )
-        )
-        return RETURNED
+        return JUMPED if then_defined is None and else_defined is None else None
 
-    def stmt_While(self, node: ast.While) -> None:
+    def stmt_While(self, node: ast.While) -> str | None:
         if node.orelse:
             raise Problem(
                 "`while ... else` is not supported; test after the loop", unsupported=True
@@ -271,11 +289,34 @@ class StatementRules(LoopRules, CallRules):
             cond = self.condition(node.test, "`while`")
         if isinstance(cond, Literal) and not cond.value:
             return None
-        with self.capture() as body:
-            if test_stmts:
+        raised = len(self.frame.raised)
+        if test_stmts:
+            exit_test = If(Unary(UnaryOp.NOT, coerce(cond, bool_, "`while`"), bool_), (Break(),))
+            node_body = node.body
+            with self.capture() as body:
                 self.block.extend(test_stmts)
-                self.emit(If(Unary(UnaryOp.NOT, coerce(cond, bool_, "`while`"), bool_), (Break(),)))
-            self.loop_body(node.body, "loop")
+                self.emit(exit_test)
+                self.block.extend(self.run_time_body(node_body))
+        else:
+            body = self.run_time_body(node.body)
         loop_cond = coerce(cond if not test_stmts else Literal(True), bool_, "`while`")
         self.emit(While(loop_cond, tuple(body)))
+        self.after_loop(raised)
+        if isinstance(cond, Literal) and not _breaks(node.body):
+            self.frame.defined = None
+            return RETURNED
         return None
+
+
+def _breaks(stmts: list[ast.stmt]) -> bool:
+    """Whether a ``break`` in ``stmts`` leaves the loop they are the body of (one inside a
+    nested loop leaves that loop instead)."""
+    for stmt in stmts:
+        if isinstance(stmt, ast.Break):
+            return True
+        if isinstance(stmt, ast.For | ast.While):
+            continue
+        inner = [n for f in ("body", "orelse") for n in getattr(stmt, f, [])]
+        if _breaks(inner):
+            return True
+    return False

@@ -6,7 +6,7 @@ An expression becomes one of:
 - a :class:`Literal`, a Python constant with no type yet: a literal of the source, a comptime
   value, a ``cj.unroll`` index, or a constant folded from those. It takes the type of the other
   operand, or, alone, ``i32`` / ``f32`` / ``bool``;
-- an :class:`ArrayRef`, an array parameter (only indexed, measured or passed on);
+- an :class:`ArrayRef`, an array or tensor parameter (only indexed, measured or passed on);
 - a :class:`PyObject`, a Python object the language gives a meaning to where it is used
   (``cj.f32`` when called, ``range`` in a ``for``, a ``@cj.function``, a module).
 """
@@ -15,24 +15,59 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cubejit.ir.nodes import Const, Expr, Load, sub_exprs
-from cubejit.ir.types import ArrayType, Kind, Scalar, bool_, f32, i32
+from cubejit.ir.nodes import BinaryOp, Const, Expr, MathFn, UnaryOp
+from cubejit.ir.traits import reads_memory
+from cubejit.ir.types import BufferType, Kind, Scalar, bool_, f32, i32, round_float
+from cubejit.lang.folding import float_binary, float_math, typed_int_binary, wrap_int
 from cubejit.lang.source import Problem, Spelling
 
 
 @dataclass(frozen=True, slots=True)
 class Literal:
-    """A constant whose type the context decides."""
+    """A constant whose type the context decides.
+
+    A number folded from other constants keeps how it was made (``recipe``), so that where it
+    takes a type it is computed in that type, as the same expression would be at run time:
+    ``x * (1.0 / 3.0)`` with an ``f64`` ``x`` divides in ``f64``, and ``N * 2`` stored to an
+    ``i32`` wraps as an ``i32`` multiplication would.
+    """
 
     value: bool | int | float
+    """The value: a float as ``f32`` computes it, an integer exactly."""
+    recipe: tuple[BinaryOp | UnaryOp | MathFn, tuple[Literal, ...]] | None = None
+    """For a number folded from other constants: the operation and its operands."""
+
+    def float_in(self, t: Scalar) -> float:
+        """The value as the float type ``t`` computes it."""
+        if self.recipe is None:
+            return round_float(float(self.value), t)
+        op, args = self.recipe
+        values = [a.float_in(t) for a in args]
+        if isinstance(op, BinaryOp):
+            return float(float_binary(op, values[0], values[1], t))
+        if isinstance(op, UnaryOp):
+            return -values[0]
+        return float_math(op, values, t)
+
+    def int_in(self, t: Scalar) -> int:
+        """The value as the integer type ``t`` computes it; a constant written in the source
+        must fit ``t`` (a :class:`Problem` otherwise), a computed one wraps."""
+        if self.recipe is None:
+            return int(const_of(self, t).value)
+        op, args = self.recipe
+        values = [a.int_in(t) for a in args]
+        if isinstance(op, UnaryOp):
+            return wrap_int(-values[0] if op is UnaryOp.NEG else ~values[0], t)
+        assert isinstance(op, BinaryOp)
+        return typed_int_binary(op, values[0], values[1], t)
 
 
 @dataclass(frozen=True, slots=True)
 class ArrayRef:
-    """An array parameter, by its IR name."""
+    """An array or tensor parameter, by its IR name (a tensor's type has its rank)."""
 
     name: str
-    type: ArrayType
+    type: BufferType
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +81,16 @@ class PyObject:
 Value = Expr | Literal | ArrayRef | PyObject
 Scalarish = Expr | Literal
 """A value that is a single number or bool."""
+
+
+class TypeMix(Problem):
+    """Two types met where one is needed. ``wanted`` pairs each typed value with a type it
+    would have had to be, so the translator may retype a local that was first assigned a bare
+    literal (see :class:`~cubejit.lang.builder.Builder`) instead of reporting the mix."""
+
+    def __init__(self, message: str, wanted: list[tuple[Expr, Scalar]]) -> None:
+        super().__init__(message)
+        self.wanted = wanted
 
 
 def default_type(value: bool | int | float) -> Scalar:
@@ -70,8 +115,9 @@ def int_range(t: Scalar) -> tuple[int, int]:
     return -(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1
 
 
-def const_of(value: bool | int | float, t: Scalar) -> Const:
-    """``value`` as a constant of ``t``, or a :class:`Problem` saying why it cannot be one."""
+def const_of(literal: Literal, t: Scalar) -> Const:
+    """``literal`` as a constant of ``t``, or a :class:`Problem` saying why it cannot be one."""
+    value = literal.value
     if t.kind is Kind.BOOL:
         if isinstance(value, bool):
             return Const(value, t)
@@ -85,12 +131,14 @@ def const_of(value: bool | int | float, t: Scalar) -> Const:
             f"cast it with cj.{t}(...) if that is meant"
         )
     if t.is_float:
-        return Const(float(value), t)
+        return Const(float(value) if literal.recipe is None else literal.float_in(t), t)
     if isinstance(value, float):
         raise Problem(
             f"the float constant {value!r} cannot be an integer ({t}); write an integer "
             f"constant, or cast the other operand to a float, e.g. cj.f32(...)"
         )
+    if literal.recipe is not None:
+        return Const(literal.int_in(t), t)
     low, high = int_range(t)
     if not low <= value <= high:
         raise Problem(
@@ -103,7 +151,7 @@ def const_of(value: bool | int | float, t: Scalar) -> Const:
 def typed(value: Scalarish) -> Expr:
     """``value`` with a type: a literal gets its default one."""
     if isinstance(value, Literal):
-        return const_of(value.value, default_type(value.value))
+        return const_of(value, default_type(value.value))
     return value
 
 
@@ -111,10 +159,11 @@ def coerce(value: Scalarish, t: Scalar, what: str | Spelling) -> Expr:
     """``value`` where a ``t`` is required (``what`` names the place in messages): a literal
     becomes a constant of ``t``; a typed value must already be a ``t`` (no silent conversion)."""
     if isinstance(value, Literal):
-        return const_of(value.value, t)
+        return const_of(value, t)
     if value.type != t:
-        raise Problem(
-            f"{what} is {t} but the value is {value.type}; cast it explicitly: cj.{t}(...)"
+        raise TypeMix(
+            f"{what} is {t} but the value is {value.type}; cast it explicitly: cj.{t}(...)",
+            [(value, t)],
         )
     return value
 
@@ -127,9 +176,10 @@ def unify(values: list[Scalarish], what: str | Spelling) -> list[Expr]:
         t = typed_values[0].type
         for other in typed_values[1:]:
             if other.type != t:
-                raise Problem(
+                raise TypeMix(
                     f"{what} mixes {t} and {other.type}; cubejit never converts "
-                    f"silently: cast one side, e.g. cj.{t}(...) or cj.{other.type}(...)"
+                    f"silently: cast one side, e.g. cj.{t}(...) or cj.{other.type}(...)",
+                    [(v, u.type) for v in typed_values for u in typed_values if u.type != v.type],
                 )
     else:
         consts = [v.value for v in values if isinstance(v, Literal)]
@@ -138,7 +188,20 @@ def unify(values: list[Scalarish], what: str | Spelling) -> list[Expr]:
 
 
 def contains_load(expr: Expr) -> bool:
-    """Whether evaluating ``expr`` reads an array (so its value may change when code runs)."""
-    if isinstance(expr, Load):
-        return True
-    return any(contains_load(e) for e in sub_exprs(expr))
+    """Whether evaluating ``expr`` reads an array (so its value may change when code runs),
+    as the IR's traits say."""
+    return reads_memory(expr)
+
+
+def exact_in(literal: Literal, t: Scalar) -> bool:
+    """Whether the constant ``literal`` means the same value as a ``t`` (a float constant is
+    never an integer, and a bool is only a bool)."""
+    v = literal.value
+    if isinstance(v, bool) or t.kind is Kind.BOOL:
+        return False
+    if t.is_float:
+        return round_float(float(v), t) == v
+    if isinstance(v, float):
+        return False
+    low, high = int_range(t)
+    return low <= v <= high

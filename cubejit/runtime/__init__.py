@@ -2,22 +2,25 @@
 
 :func:`client` gives the one client of a backend and device in this process, made on first
 use; the CUDA backend is imported only when asked for, so the CPU works without CUDA installed.
+Every client is a :class:`Client` (:mod:`cubejit.runtime.protocol`).
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 from cubejit.errors import BackendUnavailableError
+from cubejit.runtime.protocol import Client
+
+__all__ = ["BACKENDS", "Client", "client"]
 
 BACKENDS = ("cpu", "cuda")
 
-_clients: dict[tuple[str, int], Any] = {}
+_clients: dict[tuple[str, int], Client] = {}
 _lock = threading.Lock()
 
 
-def client(backend: str = "cpu", device: int = 0) -> Any:
+def client(backend: str = "cpu", device: int = 0) -> Client:
     """The client of ``backend`` (``"cpu"`` or ``"cuda"``) on ``device``, the same object on
     every call. BackendUnavailableError when this machine cannot provide it."""
     key = (backend, device)
@@ -31,7 +34,7 @@ def client(backend: str = "cpu", device: int = 0) -> Any:
     return found
 
 
-def _make(backend: str, device: int) -> Any:
+def _make(backend: str, device: int) -> Client:
     if backend == "cpu":
         from cubejit.backends.cpu.client import CpuClient
 

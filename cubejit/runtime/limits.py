@@ -10,23 +10,37 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from cubejit.errors import LaunchError, ValidationError
 
 
+def as_dims(value: object) -> tuple[int, int, int] | None:
+    """``value`` (a positive int, numpy integers included, or a tuple or list of 1 to 3 of them)
+    as ``(x, y, z)`` of Python ints; ``None`` when it is none of those."""
+    items = value if isinstance(value, tuple | list) else (value,)
+    if not 1 <= len(items) <= 3:
+        return None
+    dims = []
+    for item in items:
+        if isinstance(item, bool | np.bool_) or not isinstance(item, int | np.integer):
+            return None
+        if item < 1:
+            return None
+        dims.append(int(item))
+    return (*dims, *(1,) * (3 - len(dims)))  # type: ignore[return-value]
+
+
 def dims3(value: object, what: str, kernel: str) -> tuple[int, int, int]:
-    """``value`` (an int or a tuple of 1 to 3 positive ints) as ``(x, y, z)``; a LaunchError
-    naming ``what`` and ``kernel`` otherwise."""
-    dims = (value,) if isinstance(value, int) else value
-    if (
-        not isinstance(dims, tuple | list)
-        or not 1 <= len(dims) <= 3
-        or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in dims)
-    ):
+    """``value`` (an int or a tuple of 1 to 3 positive ints, numpy integers included) as
+    ``(x, y, z)``; a LaunchError naming ``what`` and ``kernel`` otherwise."""
+    dims = as_dims(value)
+    if dims is None:
         raise LaunchError(
             f"kernel {kernel}: {what} must be a positive int or a tuple of 1 to 3 "
             f"positive ints, not {value!r}"
         )
-    return (*dims, *(1,) * (3 - len(dims)))  # type: ignore[return-value]
+    return dims
 
 
 @dataclass(frozen=True, slots=True)

@@ -133,3 +133,23 @@ def test_rebinding_a_global_the_kernel_names_changes_its_identity(module):
     assert source_part(narrow) != source_part(wide)
     assert "let v: f64" in str(wide.k.specialize(1).define())
     assert "let v: f32" in str(narrow.k.specialize(1).define())
+
+
+def test_a_captured_module_constant_is_a_value_and_part_of_the_identity(module):
+    kernel = """
+        import math
+
+        @cj.kernel
+        def k(out: cj.Array[cj.f32]):
+            out[0] = SCALE * math.pi
+    """
+    small = module("SCALE = 2.0\n" + textwrap.dedent(kernel))
+    large = module("SCALE = 3.0\n" + textwrap.dedent(kernel))
+
+    def source_part(mod):
+        return dict(mod.k.specialize(1).id().info)["source"]
+
+    assert source_part(small) != source_part(large)
+    assert repr(float(__import__("numpy").float32(2.0 * 3.141592653589793))) in str(
+        small.k.specialize(1).define()
+    )

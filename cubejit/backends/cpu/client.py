@@ -1,22 +1,27 @@
 """The CPU client: buffers in this process's memory, and launches that run in native code.
 
 Launches are synchronous: one native call runs every cube over OpenMP's thread pool and returns
-when the kernel is done, so :meth:`CpuClient.sync` has nothing to wait for. Numpy arrays are
-accepted as launch arguments as they are, without a copy; every launch goes through the
-client's :class:`~cubejit.compile.loader.KernelLoader`.
+when the kernel is done, so :meth:`CpuClient.sync` has nothing to wait for. Numpy arrays (and
+subclasses such as ``np.memmap``) are accepted as launch arguments as they are, without a copy,
+as arrays when C-contiguous and as tensors of any non-negative strides; every launch goes
+through the client's :class:`~cubejit.compile.loader.KernelLoader`. The client is a
+:class:`~cubejit.runtime.client.Client`.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
-from cubejit.backends.cpu.compiler import CPU_LIMITS
+from cubejit.backends.cpu.compiler import CPU_LIMITS, CpuCompiler
 from cubejit.backends.cpu.launcher import MAX_ALIGN, ArgBinder, CpuBuffer
+from cubejit.backends.cpu.layout import make_variant
 from cubejit.backends.cpu.target import CpuTarget
 from cubejit.errors import BackendUnavailableError, LaunchError
 from cubejit.ir.types import Scalar, from_dtype
+from cubejit.runtime.layout import U32_MAX, all_contiguous
 from cubejit.runtime.limits import dims3
 
 
@@ -38,6 +43,9 @@ class CpuClient:
         self.limits = CPU_LIMITS
         """What a launch may ask of this device."""
         self.target = target if target is not None else CpuTarget()
+        self.compiler: CpuCompiler = self.target.compiler()
+        """The compiler of this client's kernels (``compiler.compilations`` counts its C
+        compiler runs)."""
         if loader is None:
             from cubejit.compile.loader import KernelLoader
 
@@ -52,36 +60,45 @@ class CpuClient:
         self._binders: dict[int, ArgBinder] = {}
         self._max_count_x = CPU_LIMITS.max_cube_count[0]
 
-    def to_device(self, array: Any) -> CpuBuffer:
-        """A copy of ``array`` (flattened in C order) in a new 64-byte aligned buffer."""
-        source = np.asarray(array)
-        buffer = self.empty(source.size, source.dtype)
-        buffer.array[...] = source.reshape(-1)
+    def to_device(self, array: Any, dtype: Any = None) -> CpuBuffer:
+        """A copy of ``array`` in a new 64-byte aligned, C-contiguous buffer of its shape."""
+        try:
+            source = np.asarray(array, dtype=_dtype(dtype) if dtype is not None else None)
+        except (TypeError, ValueError) as e:
+            raise LaunchError(f"cannot copy {type(array).__name__} to the device: {e}") from None
+        buffer = self.empty(source.shape, source.dtype)
+        buffer.array[...] = source
         return buffer
 
-    def empty(self, n: int, dtype: Any) -> CpuBuffer:
-        """A new 64-byte aligned buffer of ``n`` elements of ``dtype`` (a cubejit scalar such
-        as ``cj.f32`` or a numpy dtype), not initialised."""
-        dtype = dtype.dtype if isinstance(dtype, Scalar) else np.dtype(dtype)
-        if from_dtype(dtype) is None:
-            raise LaunchError(f"cubejit has no scalar type for numpy dtype {dtype}")
-        nbytes = int(n) * dtype.itemsize
+    def empty(self, shape: Any, dtype: Any) -> CpuBuffer:
+        """A new 64-byte aligned buffer of ``shape`` (a number of elements, or a tuple for a
+        C-contiguous tensor) of ``dtype`` (a cubejit scalar such as ``cj.f32`` or a numpy
+        dtype), not initialised."""
+        dims = _shape(shape)
+        numpy_dtype = _dtype(dtype)
+        nbytes = math.prod(dims) * numpy_dtype.itemsize
         raw = np.empty(nbytes + MAX_ALIGN, dtype=np.uint8)
         start = -raw.ctypes.data % MAX_ALIGN
-        return CpuBuffer(raw[start : start + nbytes].view(dtype), self)
+        return CpuBuffer(raw[start : start + nbytes].view(numpy_dtype).reshape(dims), self)
 
     def read(self, buffer: CpuBuffer | np.ndarray) -> np.ndarray:
-        """A numpy copy of ``buffer``'s elements."""
+        """A numpy copy of ``buffer``'s elements, in its shape."""
         if isinstance(buffer, CpuBuffer):
             return buffer.array.copy()
-        return np.array(buffer, copy=True)
+        if isinstance(buffer, np.ndarray):
+            return np.array(buffer, copy=True)
+        raise LaunchError(
+            f"client.read takes a buffer or a numpy array, not {type(buffer).__name__}"
+        )
 
     def sync(self) -> None:
         """Waits for launched work: none is ever pending, CPU launches return when done."""
 
     def prepare(self, spec: Any) -> None:
-        """Queues ``spec`` for compiling (for 64-byte aligned buffers, as this client's are)."""
-        self.loader.enqueue(spec, MAX_ALIGN)
+        """Queues ``spec`` for compiling (for 64-byte aligned buffers, as this client's are, and
+        tensors contiguous innermost)."""
+        tensors = all_contiguous(spec.params)
+        self.loader.enqueue(spec, make_variant(MAX_ALIGN, tensors, tensors.bit_length()))
 
     def compile_queued(self) -> None:
         """Compiles every queued kernel now."""
@@ -99,6 +116,46 @@ class CpuClient:
             counts = dims3(cube_count, "cube_count", spec.name)
             self.limits.check_cube_count(counts, spec.name)
         packed, variant = binder.bind(counts, args)
+        written = binder.written
+        if written:
+            binder.check_written(args, written)
         aid = binder.artifact_id(variant)
         loaded = self.loader.get(aid) or self.loader.load(spec, aid, self.logger)
+        if written is None:
+            binder.written = loaded.written
+            binder.check_written(args, loaded.written)
         loaded.entry(packed)
+
+
+def _shape(shape: Any) -> tuple[int, ...]:
+    """``shape`` (an int, or a tuple of ints, numpy integers included) as a tuple; LaunchError
+    for anything else or a size past what a ``u32`` length holds."""
+    dims = tuple(shape) if isinstance(shape, tuple | list) else (shape,)
+    if not dims or not all(
+        isinstance(d, int | np.integer) and not isinstance(d, bool) and d >= 0 for d in dims
+    ):
+        raise LaunchError(
+            f"a buffer's shape is a number of elements or a tuple of them, not {shape!r}"
+        )
+    dims = tuple(int(d) for d in dims)
+    if math.prod(dims) > U32_MAX:
+        raise LaunchError(
+            f"a buffer of shape {dims} has {math.prod(dims)} elements; at most {U32_MAX} fit a "
+            f"u32 length"
+        )
+    return dims
+
+
+def _dtype(dtype: Any) -> np.dtype:
+    """The numpy dtype of a buffer of ``dtype`` (a cubejit scalar or a numpy dtype)."""
+    if isinstance(dtype, Scalar):
+        return dtype.dtype
+    try:
+        numpy_dtype = np.dtype(dtype)
+    except TypeError:
+        raise LaunchError(
+            f"{dtype!r} is not an element type; pass cj.f32 or a numpy dtype"
+        ) from None
+    if from_dtype(numpy_dtype) is None:
+        raise LaunchError(f"cubejit has no scalar type for numpy dtype {numpy_dtype}")
+    return numpy_dtype

@@ -8,7 +8,9 @@ core busy with other work delays a launch little) and each cube's units in order
 units along x is one counted loop over a position, its bounds guard hoisted into the loop's end
 (:mod:`cubejit.backends.unit_loop`), and libm calls have vector forms
 (:mod:`cubejit.backends.cpu.vector_math`), so the C compiler vectorises the row. Array pointers
-carry ``__builtin_assume_aligned`` with the launch's alignment variant. cube_dim is baked in as
+carry ``__builtin_assume_aligned`` with the launch's alignment variant; a tensor whose innermost
+dimension the launch found contiguous is indexed along it without a multiply. cube_dim is baked
+in as
 constants (it is part of the kernel id); the text names neither the kernel nor its id, so equal
 IR gives equal text and one shared artifact.
 """
@@ -25,11 +27,14 @@ from cubejit.backends.cstyle import (
     emit_body,
     length_name,
     param_name,
+    shape_name,
+    stride_name,
 )
 from cubejit.backends.unit_loop import plan_unit_loop
 from cubejit.errors import UnsupportedError
 from cubejit.ir.nodes import KernelIR, Position
-from cubejit.ir.types import ArrayType, Scalar
+from cubejit.ir.types import ArrayType, Scalar, TensorType
+from cubejit.runtime.layout import SlotKind, param_slots
 
 ENTRY = "cubejit_launch"
 """The symbol every CPU artifact exports: ``void cubejit_launch(const unsigned char *args)``."""
@@ -46,8 +51,12 @@ class CDialect(Dialect):
 
     type_names = {
         "bool": "bool",
+        "i8": "int8_t",
+        "i16": "int16_t",
         "i32": "int32_t",
         "i64": "int64_t",
+        "u8": "uint8_t",
+        "u16": "uint16_t",
         "u32": "uint32_t",
         "u64": "uint64_t",
         "f16": "_Float16",
@@ -112,10 +121,16 @@ _POSITION_VALUES = ", ".join(
 )
 
 
-def translation_unit(kernel: KernelIR, cube_dim: tuple[int, int, int], align: int) -> str:
-    """The C text of ``kernel`` for ``cube_dim``, its arrays aligned to ``align`` bytes."""
-    for p in kernel.params:
-        t = p.type.elem if isinstance(p.type, ArrayType) else p.type
+def translation_unit(
+    kernel: KernelIR,
+    cube_dim: tuple[int, int, int],
+    align: int,
+    contiguous: frozenset[str] = frozenset(),
+) -> str:
+    """The C text of ``kernel`` for ``cube_dim``, its buffers aligned to ``align`` bytes, the
+    tensors named in ``contiguous`` of stride 1 along their last dimension."""
+    for param in kernel.params:
+        t = param.type.elem if isinstance(param.type, ArrayType | TensorType) else param.type
         if t.name not in CDialect.type_names:
             raise UnsupportedError(
                 f"kernel {kernel.name}: this backend has no {t.name}", kernel=kernel.name
@@ -123,23 +138,36 @@ def translation_unit(kernel: KernelIR, cube_dim: tuple[int, int, int], align: in
     loop = plan_unit_loop(kernel)
     dialect = CDialect(loop.lead)
     bound = () if loop.bound is None else (loop.bound,)
-    body = emit_body(replace(kernel, body=loop.body), dialect, bound)
+    body = emit_body(replace(kernel, body=loop.body), dialect, bound, contiguous)
     signature, reads, values = [], [], []
-    for p, slot in zip(kernel.params, slots(kernel.params), strict=True):
+    layout = param_slots(kernel.params)
+    for p, slot in zip(layout, slots(layout), strict=True):
         name = param_name(p.name)
         offset = slot * SLOT_BYTES
-        if isinstance(p.type, ArrayType):
-            elem = dialect.type_name(p.type.elem)
+        if p.is_buffer:
+            elem = dialect.type_name(p.scalar)
             length = length_name(p.name)
-            signature += [f"{elem} *{name}", f"uint32_t {length}"]
-            values += [name, length]
-            reads += [
+            reads.append(
                 f"{elem} *{name} = ({elem} *)__builtin_assume_aligned("
-                f"(void *)(uintptr_t)cj_slot(cj_args, {offset}), CJ_ALIGN);",
-                f"uint32_t {length} = (uint32_t)cj_slot(cj_args, {offset + SLOT_BYTES});",
-            ]
+                f"(void *)(uintptr_t)cj_slot(cj_args, {offset}), CJ_ALIGN);"
+            )
+            words = [length]
+            if p.kind is SlotKind.ARRAY:
+                reads.append(
+                    f"uint32_t {length} = (uint32_t)cj_slot(cj_args, {offset + SLOT_BYTES});"
+                )
+            else:
+                shapes = [shape_name(p.name, d) for d in range(p.rank)]
+                strides = [stride_name(p.name, d) for d in range(p.rank)]
+                for k, word in enumerate((*shapes, *strides)):
+                    at = offset + (2 + k) * SLOT_BYTES
+                    reads.append(f"uint32_t {word} = (uint32_t)cj_slot(cj_args, {at});")
+                reads.append(f"uint32_t {length} = {' * '.join(shapes)};")
+                words += [*shapes, *strides]
+            signature += [f"{elem} *{name}", *(f"uint32_t {w}" for w in words)]
+            values += [name, *words]
         else:
-            scalar = dialect.type_name(p.type)
+            scalar = dialect.type_name(p.scalar)
             signature.append(f"{scalar} {name}")
             values.append(name)
             reads += [f"{scalar} {name};", f"memcpy(&{name}, cj_args + {offset}, sizeof {name});"]

@@ -22,13 +22,17 @@ from pathlib import Path
 from typing import Any
 
 from cubejit.backends.cpu.artifact import CpuArtifact
+from cubejit.backends.cpu.capabilities import cpu_capabilities
 from cubejit.backends.cpu.codegen import ENTRY, translation_unit
 from cubejit.backends.cpu.fingerprint import Toolchain
-from cubejit.backends.cpu.layout import describe
+from cubejit.backends.cpu.layout import variant_parts
 from cubejit.backends.cpu.process import run_bounded
 from cubejit.backends.cpu.vector_math import link_libraries
 from cubejit.compile.id import ArtifactId
 from cubejit.errors import CompilationError, ValidationError
+from cubejit.ir.types import TensorType
+from cubejit.ir.validate import validate_for
+from cubejit.runtime.layout import ParamSlot, contiguity, kernel_slots
 from cubejit.runtime.limits import DeviceLimits
 
 CPU_LIMITS = DeviceLimits(
@@ -38,10 +42,6 @@ CPU_LIMITS = DeviceLimits(
 )
 """The CPU's limits are CUDA's, so that a kernel launched on one runs on the other; units
 beyond them would not run faster on a CPU, whose cubes are loops on a few threads."""
-
-ALIGNMENTS = (1, 2, 4, 8, 16, 32, 64)
-"""The alignment variants a CPU artifact may be built for, in bytes."""
-
 
 STALE_FOLDER_S = 3600.0
 """Age in seconds past which a compile folder of this user is a killed process's leftover."""
@@ -80,8 +80,8 @@ class CpuLowered:
     """The kernel's qualified name, for messages (never part of the text)."""
     where: str
     """The kernel's ``file:line``, for messages."""
-    layout: tuple[tuple[str, str, str], ...]
-    """The argument layout (see :func:`cubejit.backends.cpu.layout.describe`)."""
+    layout: tuple[ParamSlot, ...]
+    """The parameter slots (see :mod:`cubejit.runtime.layout`)."""
 
     def failed(self, what: str, log: str) -> CompilationError:
         """The error for a C compiler run on this kernel that went wrong as ``what`` says;
@@ -103,25 +103,37 @@ class CpuCompiler:
         self.limits = limits
         self.toolchain = toolchain if toolchain is not None else Toolchain.from_settings()
         """What every compile of this compiler runs, read from the settings once."""
+        self.capabilities = cpu_capabilities(limits)
+        self._runs = CompilerRuns()
+
+    @property
+    def compilations(self) -> int:
+        """How many times this compiler has run the C compiler (every backend's compiler
+        counts its platform compiler's runs so, for ``client.compiler.compilations``)."""
+        return self._runs.count
 
     def lower(self, kernel: Any, id: ArtifactId[int], recording: Any, logger: Any) -> CpuLowered:
         """Validates ``kernel.cube_dim`` against the CPU's limits (ValidationError, before any
-        compiler runs), expands the kernel to IR and emits its C for alignment ``id.variant``."""
+        compiler runs), expands the kernel to IR and emits its C for the variant ``id.variant``
+        (see :mod:`cubejit.backends.cpu.layout`: an alignment, with a tensor contiguity mask for
+        a kernel with tensors)."""
         where = f"{kernel.file}:{kernel.line}"
         cube_dim = tuple(kernel.cube_dim)
         self.limits.check_cube_dim(cube_dim, kernel.name, where)  # type: ignore[arg-type]
-        if id.variant not in ALIGNMENTS:
+        tensors = sum(1 for p in kernel.params if isinstance(p.type, TensorType))
+        try:
+            align, mask = variant_parts(id.variant, tensors)
+        except ValueError as e:
             raise ValidationError(
-                f"kernel {kernel.name} ({where}): alignment variant "
-                f"{id.variant!r} is not one of {ALIGNMENTS}",
-                kernel=kernel.name,
-            )
+                f"kernel {kernel.name} ({where}): {e}", kernel=kernel.name
+            ) from None
         kernel_ir = kernel.define()
+        validate_for(kernel_ir, self.capabilities, cube_dim)  # type: ignore[arg-type]
         recording.defined(str(kernel_ir))
-        source = translation_unit(kernel_ir, cube_dim, id.variant)  # type: ignore[arg-type]
+        contiguous = contiguity(kernel_ir, mask)
+        source = translation_unit(kernel_ir, cube_dim, align, contiguous)  # type: ignore[arg-type]
         recording.source(source)
-        layout = tuple(tuple(item) for item in describe(kernel_ir.params))
-        return CpuLowered(source, kernel.name, where, layout)  # type: ignore[arg-type]
+        return CpuLowered(source, kernel.name, where, kernel_slots(kernel_ir))
 
     @staticmethod
     def source(lowered: CpuLowered) -> str:
@@ -146,6 +158,7 @@ class CpuCompiler:
                 "kernel.c",
                 *link_libraries(lowered.source),
             ]
+            self._runs.increment()
             log = _run_compiler(command, work, tools.timeout, lowered)
             try:
                 library = (work / "kernel.so").read_bytes()

@@ -1,10 +1,13 @@
 """Turns a launch's Python arguments into the argument block of a CPU kernel, fast.
 
-One :class:`ArgBinder` per kernel spec holds a precompiled ``struct.Struct`` of the layout; a
-launch checks each argument against its parameter, packs addresses, lengths and scalars into
-one ``bytes`` and computes the alignment variant, in a few microseconds. Anything wrong is a
-:class:`~cubejit.errors.LaunchError` naming the kernel and the parameter, raised before the
-kernel runs.
+One :class:`ArgBinder` per kernel spec holds a precompiled ``struct.Struct`` of the layout
+(:mod:`cubejit.backends.cpu.layout`); a launch checks each argument against its slot, packs
+addresses, lengths, shapes, strides and scalars into one ``bytes`` and computes the variant
+(alignment, and for tensors which are contiguous innermost), in a few microseconds. The common
+arguments (this client's buffers, numpy arrays of the right type) take a fast branch; anything
+else, and every refusal, goes through the shared
+:class:`~cubejit.runtime.arguments.ArgumentChecker`, so a mistake reads as it does on CUDA. Any
+refusal is a :class:`~cubejit.errors.LaunchError` raised before the kernel runs.
 """
 
 from __future__ import annotations
@@ -12,14 +15,16 @@ from __future__ import annotations
 import ctypes
 import math
 import struct
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
-from cubejit.backends.cpu.layout import arg_struct, scalar_format
+from cubejit.backends.cpu.layout import arg_struct, make_variant
 from cubejit.compile.id import ArtifactId
 from cubejit.errors import LaunchError
-from cubejit.ir.types import ArrayType, Scalar
+from cubejit.runtime.arguments import ArgumentChecker, BufferView, TensorValues, tensor_values
+from cubejit.runtime.layout import U32_MAX, ParamSlot, SlotKind, param_slots
 
 MAX_ALIGN = 64
 """The largest alignment variant: a cache line, and the widest vector a CPU loads."""
@@ -56,15 +61,19 @@ numpy_address = _pick_address_reader()
 
 
 class CpuBuffer:
-    """A buffer of a CPU client: a 64-byte aligned numpy array that knows its address."""
+    """A buffer of a CPU client: a 64-byte aligned, C-contiguous numpy array that knows its
+    address. Its shape is the one it was made with; an array parameter sees its elements in
+    C order."""
 
-    __slots__ = ("address", "array", "client", "dtype", "size")
+    __slots__ = ("address", "array", "client", "dtype", "ndim", "shape", "size")
 
     def __init__(self, array: np.ndarray, client: Any) -> None:
         self.array = array
-        """The elements, as a one-dimensional numpy array (the client's memory)."""
+        """The elements (the client's memory), in the buffer's shape."""
         self.address: int = array.ctypes.data
         self.size: int = array.size
+        self.shape: tuple[int, ...] = array.shape
+        self.ndim: int = array.ndim
         self.dtype: np.dtype = array.dtype
         self.client = client
 
@@ -72,15 +81,11 @@ class CpuBuffer:
         return self.size
 
     def __repr__(self) -> str:
-        return f"CpuBuffer({self.size} x {self.dtype})"
+        shape = "x".join(map(str, self.shape))
+        return f"CpuBuffer({shape} x {self.dtype})"
 
 
-def _describe(value: Any) -> str:
-    if isinstance(value, np.ndarray):
-        return f"a numpy array of {value.dtype}"
-    if isinstance(value, CpuBuffer):
-        return f"a buffer of {value.dtype}"
-    return f"{type(value).__name__} {value!r}"[:80]
+_SCALAR, _ARRAY, _TENSOR = SlotKind.SCALAR, SlotKind.ARRAY, SlotKind.TENSOR
 
 
 class ArgBinder:
@@ -90,33 +95,33 @@ class ArgBinder:
         self.spec = spec
         self.name: str = spec.name
         self.client = client
-        self.params = tuple(spec.params)
-        self.pack = arg_struct(self.params).pack
+        self.slots: tuple[ParamSlot, ...] = param_slots(spec.params)
+        self.checker = ArgumentChecker(spec.name, self.slots)
+        self.pack = arg_struct(self.slots).pack
         self.plan = tuple(
-            (p.name, p.type.elem.dtype) if isinstance(p.type, ArrayType) else (p.name, None)
-            for p in self.params
+            (s.kind, np.dtype(s.scalar.dtype.name) if s.is_buffer else None, s.rank)
+            for s in self.slots
         )
-        self.widest = max(
-            (p.type.elem.itemsize for p in self.params if isinstance(p.type, ArrayType)), default=1
-        )
+        self.tensors = sum(1 for s in self.slots if s.is_tensor)
+        self.widest = max((s.scalar.itemsize for s in self.slots if s.is_buffer), default=1)
         self.units_per_cube: int = math.prod(spec.cube_dim)
-        self.artifact_ids: dict[int, ArtifactId[int]] = {}
-        """The artifact id of each alignment variant seen, built once."""
-        self.entries: dict[int, Any] = {}
+        self.artifact_ids: dict[Any, ArtifactId[Any]] = {}
+        """The artifact id of each variant seen, built once."""
+        self.written: tuple[int, ...] | None = None
+        """The positions of the buffers the kernel stores into, known once an artifact of it
+        is loaded (every variant stores into the same ones), and checked before any load
+        after that."""
 
-    def artifact_id(self, variant: int) -> ArtifactId[int]:
+    def artifact_id(self, variant: Any) -> ArtifactId[Any]:
         aid = self.artifact_ids.get(variant)
         if aid is None:
             aid = self.artifact_ids[variant] = ArtifactId(self.spec.id(), variant)
         return aid
 
-    def bind(self, counts: tuple[int, int, int], args: tuple[Any, ...]) -> tuple[bytes, int]:
-        """The packed argument block and the alignment variant of ``args``."""
+    def bind(self, counts: tuple[int, int, int], args: tuple[Any, ...]) -> tuple[bytes, Any]:
+        """The packed argument block and the variant of ``args``."""
         if len(args) != len(self.plan):
-            raise LaunchError(
-                f"kernel {self.name} takes {len(self.plan)} arguments "
-                f"({', '.join(n for n, _ in self.plan)}), got {len(args)}"
-            )
+            raise self.checker.count_error(args)
         if counts[0] * counts[1] * counts[2] * self.units_per_cube > MAX_UNITS:
             raise LaunchError(
                 f"kernel {self.name}: cube_count {counts} of {self.units_per_cube} units each "
@@ -124,68 +129,91 @@ class ArgBinder:
             )
         values: list[Any] = [*counts]
         low = MAX_ALIGN
-        for (name, dtype), arg in zip(self.plan, args, strict=True):
-            if dtype is None:
+        mask = bit = 0
+        client = self.client
+        for j, (kind, dtype, rank) in enumerate(self.plan):
+            arg = args[j]
+            if kind is _SCALAR:
                 values.append(arg)
                 continue
-            kind = type(arg)
-            if kind is CpuBuffer:
-                if arg.client is not self.client or arg.dtype != dtype:
-                    raise self.wrong_array(name, dtype, arg)
-                address = arg.address
-            elif kind is np.ndarray:
-                if arg.dtype != dtype or not arg.flags.c_contiguous:
-                    raise self.wrong_array(name, dtype, arg)
-                address = numpy_address(arg)
+            t = type(arg)
+            if kind is _ARRAY:
+                if t is np.ndarray and arg.dtype is dtype and arg.flags.c_contiguous:
+                    address, n = numpy_address(arg), arg.size
+                    if n > U32_MAX:
+                        address, n = self.checker.array(j, self.view(j, arg))
+                elif t is CpuBuffer and arg.client is client and arg.dtype == dtype:
+                    address, n = arg.address, arg.size
+                else:
+                    address, n = self.checker.array(j, self.view(j, arg))
+                low |= address
+                values.append(address)
+                values.append(n)
+                continue
+            if t is CpuBuffer and arg.client is client:
+                arg = arg.array
+            if type(arg) is np.ndarray and arg.dtype == dtype and arg.ndim == rank:
+                tensor = self.numpy_tensor(j, arg)
             else:
-                raise self.wrong_array(name, dtype, arg)
-            low |= address
-            values.append(address)
-            values.append(arg.size)
-        variant = low & -low
-        if variant < self.widest:
+                tensor = self.checker.tensor(j, self.view(j, arg))
+            low |= tensor.address
+            values.append(tensor.address)
+            values.extend(tensor.words())
+            mask |= tensor.contiguous << bit
+            bit += 1
+        align = low & -low
+        if align < self.widest:
             self.check_alignment(args)
         try:
-            return self.pack(*values), variant
+            packed = self.pack(*values)
         except (struct.error, OverflowError, TypeError, ValueError):
-            raise self.wrong_scalar(args) from None
+            raise self.checker.scalar_error(args) from None
+        return packed, make_variant(align, mask, self.tensors)
 
-    def wrong_array(self, name: str, dtype: np.dtype, arg: Any) -> LaunchError:
-        if isinstance(arg, CpuBuffer) and arg.client is not self.client:
-            why = "a buffer of another client"
-        elif isinstance(arg, np.ndarray) and arg.dtype == dtype:
-            why = "a numpy array that is not C-contiguous (pass np.ascontiguousarray(...))"
-        else:
-            why = _describe(arg)
-        return LaunchError(
-            f"kernel {self.name}: argument {name!r} must be an array of "
-            f"{dtype} (a buffer of this client or a C-contiguous numpy array), "
-            f"got {why}"
-        )
+    def numpy_tensor(self, index: int, array: np.ndarray) -> TensorValues:
+        """A numpy array of the right type and rank as a tensor: plain strides (non-negative,
+        whole elements, within reach) are taken here, anything else goes to the checker."""
+        item = array.itemsize
+        strides = array.strides
+        elems = tuple(s // item for s in strides)
+        if array.size <= U32_MAX and all(
+            0 <= e <= U32_MAX and e * item == s for e, s in zip(elems, strides, strict=True)
+        ):
+            shape = array.shape
+            if not array.size or sum((d - 1) * e for d, e in zip(shape, elems, strict=True)) <= (
+                U32_MAX
+            ):
+                return tensor_values(numpy_address(array), shape, elems)
+        return self.checker.tensor(index, BufferView.of_numpy(array))
 
-    def wrong_scalar(self, args: tuple[Any, ...]) -> LaunchError:
-        for param, arg in zip(self.params, args, strict=True):
-            if isinstance(param.type, Scalar) and not _fits(param.type, arg):
-                return LaunchError(
-                    f"kernel {self.name}: argument {param.name!r} must be "
-                    f"convertible to {param.type.name}, got {_describe(arg)}"
+    def view(self, index: int, arg: Any) -> BufferView:
+        """``arg`` as a buffer this client can read, or the LaunchError saying why not."""
+        if isinstance(arg, CpuBuffer):
+            if arg.client is not self.client:
+                raise self.checker.other_client(index)
+            return BufferView.of_numpy(arg.array)
+        if isinstance(arg, np.ndarray):
+            return BufferView.of_numpy(arg)
+        if hasattr(arg, "__cuda_array_interface__"):
+            raise self.checker.device_memory(index, "CUDA device")
+        raise self.checker.not_a_buffer(index, arg)
+
+    def check_written(self, args: tuple[Any, ...], written: Iterable[int]) -> None:
+        """Refuses a read-only array among ``args`` at the positions ``written`` (the buffers
+        the kernel stores into); this client's buffers are always writeable."""
+        for j in written:
+            arg = args[j]
+            if type(arg) is not CpuBuffer and not arg.flags.writeable:
+                raise self.checker.refuse(
+                    j, "is read-only, and the kernel writes it; pass a writeable array"
                 )
-        return LaunchError(f"kernel {self.name}: arguments do not fit its signature")
 
     def check_alignment(self, args: tuple[Any, ...]) -> None:
-        for (name, dtype), arg in zip(self.plan, args, strict=True):
-            if dtype is not None and numpy_address(getattr(arg, "array", arg)) % dtype.itemsize:
-                raise LaunchError(
-                    f"kernel {self.name}: argument {name!r} is not aligned to "
-                    f"its element size ({dtype.itemsize} bytes)"
+        for j, (slot, arg) in enumerate(zip(self.slots, args, strict=True)):
+            if not slot.is_buffer:
+                continue
+            array = arg.array if isinstance(arg, CpuBuffer) else arg
+            if numpy_address(array) % slot.scalar.itemsize:
+                raise self.checker.refuse(
+                    j, f"is not aligned to its element size ({slot.scalar.itemsize} bytes)"
                 )
-
-
-def _fits(t: Scalar, value: Any) -> bool:
-    if t.name == "bool":
-        return isinstance(value, bool | np.bool_)
-    try:
-        struct.pack("<" + scalar_format(t), value)
-    except (struct.error, OverflowError, TypeError, ValueError):
-        return False
-    return True

@@ -28,6 +28,7 @@ from cubejit.compile.id import ArtifactId
 from cubejit.compile.protocols import CompilationTarget, Flight
 from cubejit.environment.artifacts import ArtifactStore, Stored
 from cubejit.errors import CompilationError
+from cubejit.runtime.layout import ParamSlot
 
 _log = logging.getLogger("cubejit.compilation")
 _names = itertools.count()
@@ -47,8 +48,11 @@ class CpuLoaded:
     """The loaded shared object (kept so it stays loaded)."""
     entry: Any
     """The ``ctypes`` function of the launch entry: ``entry(args: bytes) -> None``."""
-    layout: tuple[tuple[str, str, str], ...]
-    """The argument layout the artifact was built for."""
+    layout: tuple[ParamSlot, ...]
+    """The parameter slots the artifact was built for."""
+    written: tuple[int, ...] = ()
+    """The positions of the buffers the kernel stores into, whose arguments must be
+    writeable."""
 
 
 class CpuTarget(CompilationTarget[int, CpuArtifact, CpuLoaded]):
@@ -130,7 +134,8 @@ class CpuTarget(CompilationTarget[int, CpuArtifact, CpuLoaded]):
             ) from None
         entry.argtypes = [ctypes.c_char_p]
         entry.restype = None
-        return CpuLoaded(library, entry, artifact.layout)
+        written = tuple(j for j, slot in enumerate(artifact.layout) if slot.written)
+        return CpuLoaded(library, entry, artifact.layout, written)
 
     def _load_elsewhere(
         self, id: ArtifactId[int], artifact: CpuArtifact, first: OSError

@@ -1,22 +1,24 @@
 """What the CUDA backend compiles, stores and loads: a cubin and what a launch needs of it.
 
 A stored artifact is bytes (the cubin) plus JSON-able metadata (the entry point, the
-architecture, the parameter layout, the coarsening of the kernel's no-alias form), in a versioned
-format: a store may come from another
-machine, so nothing here is ever unpickled, and metadata of another format is refused rather
-than guessed at.
+architecture, the parameter slots, the coarsening of the kernel's no-alias form), in a versioned
+format: a store may come from another machine, so nothing here is ever unpickled, and metadata of
+another format is refused rather than guessed at.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cubejit.backends.cuda.coarsening import written_arrays
 from cubejit.ir.nodes import KernelIR
-from cubejit.ir.types import SCALARS, ArrayType, Scalar
+from cubejit.ir.types import SCALARS
+from cubejit.runtime.layout import ParamSlot, SlotKind, kernel_slots
 
-FORMAT = 2
-"""The version of the stored metadata; a stored entry of another version is not loaded."""
+__all__ = ["ENTRY_POINT", "FORMAT", "CudaArtifact", "ParamSlot", "param_slots"]
+
+FORMAT = 3
+"""The version of the stored metadata. Format 2 (before tensors) is still read; a stored entry
+of another version is not loaded."""
 
 ENTRY_POINT = "cubejit_kernel"
 """The symbol of every kernel's ``__global__`` function. Fixed, so two kernels whose text is
@@ -25,36 +27,10 @@ the same compile to the same cubin whatever their names."""
 ELF_MAGIC = b"\x7fELF"
 
 
-@dataclass(frozen=True, slots=True)
-class ParamSlot:
-    """One kernel parameter as a launch passes it: a scalar by value, or an array as a device
-    pointer followed by its length (``u32``)."""
-
-    name: str
-    """The parameter's name in the kernel's signature (for messages)."""
-    scalar: Scalar
-    """The scalar's type, or the array's element type."""
-    is_array: bool
-    """Whether the parameter is an array."""
-    written: bool = False
-    """Whether the kernel stores to it (an array): a launch checks that such an array overlaps
-    no other before it takes the no-alias variant."""
-
-    def describe(self) -> str:
-        """The type as the kernel language spells it."""
-        return f"Array[{self.scalar.name}]" if self.is_array else self.scalar.name
-
-
 def param_slots(ir: KernelIR) -> tuple[ParamSlot, ...]:
-    """The launch layout of ``ir``'s parameters, in signature order."""
-    slots = []
-    written = written_arrays(ir)
-    for p in ir.params:
-        if isinstance(p.type, ArrayType):
-            slots.append(ParamSlot(p.name, p.type.elem, True, p.name in written))
-        else:
-            slots.append(ParamSlot(p.name, p.type, False))
-    return tuple(slots)
+    """The launch layout of ``ir``'s parameters, in signature order (the one layout of every
+    backend, :mod:`cubejit.runtime.layout`)."""
+    return kernel_slots(ir)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +66,7 @@ class CudaArtifact:
             "format": FORMAT,
             "entry": self.entry,
             "arch": self.arch,
-            "params": [[s.name, s.scalar.name, s.is_array, s.written] for s in self.params],
+            "params": [s.to_json() for s in self.params],
             "coarsening": self.coarsening,
         }
 
@@ -98,19 +74,28 @@ class CudaArtifact:
     def from_stored(cls, payload: bytes, meta: dict[str, object]) -> CudaArtifact:
         """The artifact :meth:`metadata` and ``cubin`` describe. Raises ``ValueError`` for
         metadata of another format or a payload that is no cubin."""
-        if meta.get("format") != FORMAT:
-            raise ValueError(f"CUDA artifact format {meta.get('format')!r}, expected {FORMAT}")
+        version = meta.get("format")
+        if version not in (2, FORMAT):
+            raise ValueError(f"CUDA artifact format {version!r}, expected {FORMAT}")
         if not payload.startswith(ELF_MAGIC):
             raise ValueError("stored CUDA artifact is not an ELF image")
         params = meta["params"]
         if not isinstance(params, list):
             raise ValueError("stored CUDA artifact has no parameter list")
+        read = ParamSlot.from_json if version == FORMAT else _second_format
         return cls(
             cubin=bytes(payload),
             entry=str(meta["entry"]),
             arch=str(meta["arch"]),
-            params=tuple(
-                ParamSlot(str(n), SCALARS[str(t)], bool(a), bool(w)) for n, t, a, w in params
-            ),
+            params=tuple(read(item) for item in params),
             coarsening=int(meta["coarsening"]),  # type: ignore[call-overload]
         )
+
+
+def _second_format(item: object) -> ParamSlot:
+    """A slot of format 2: ``[name, scalar, is_array, written]``."""
+    if not isinstance(item, list) or len(item) != 4 or str(item[1]) not in SCALARS:
+        raise ValueError(f"stored CUDA parameter {item!r} is malformed")
+    name, scalar, is_array, written = item
+    kind = SlotKind.ARRAY if is_array else SlotKind.SCALAR
+    return ParamSlot(str(name), SCALARS[str(scalar)], kind, 0, bool(written))

@@ -1,35 +1,61 @@
 """Device memory as a launch sees it: cubejit's own buffers, and anyone else's through
-``__cuda_array_interface__`` (CuPy arrays, PyTorch CUDA tensors), taken without a copy.
+``__cuda_array_interface__`` (CuPy arrays, PyTorch CUDA tensors) or DLPack (``__dlpack__``),
+taken without a copy.
 
-An array reaches a kernel as a device pointer and a ``u32`` element count, whoever owns it.
+An array reaches a kernel as a device pointer and a ``u32`` element count, a tensor as a pointer,
+its rank, shape and strides, whoever owns it. Another library's array is described as a
+:class:`~cubejit.runtime.arguments.BufferView` here and checked by the shared argument checker.
 """
 
 from __future__ import annotations
 
-import math
+import ctypes
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from cubejit.ir.types import Scalar, bf16, from_dtype
-
-U32_MAX = 2**32 - 1
+from cubejit.ir.types import Scalar, bf16
+from cubejit.runtime.arguments import BufferView, c_strides
 
 LEGACY_DEFAULT_STREAM = 1
 """The value ``__cuda_array_interface__`` gives for the legacy default stream, which a
 blocking stream such as a client's is already ordered after."""
 
 
+def dtype_name(scalar: Scalar) -> str:
+    """How a buffer of ``scalar`` names its elements (numpy's names; ``bfloat16`` for bf16)."""
+    return "bfloat16" if scalar == bf16 else scalar.dtype.name
+
+
 class CudaBuffer:
-    """``n`` elements of ``scalar`` in one client's device memory, freed with the buffer.
+    """``n`` elements of ``scalar`` in one client's device memory, freed with the buffer; a
+    C-contiguous tensor of :attr:`shape`.
 
     Exposes ``__cuda_array_interface__``, so CuPy and PyTorch take it without a copy.
     """
 
-    __slots__ = ("__weakref__", "_free", "client", "n", "ptr", "scalar")
+    __slots__ = (
+        "__weakref__",
+        "_free",
+        "client",
+        "n",
+        "ndim",
+        "ptr",
+        "scalar",
+        "shape",
+        "words",
+    )
 
-    def __init__(self, client: Any, ptr: int, n: int, scalar: Scalar, free: Any) -> None:
+    def __init__(
+        self,
+        client: Any,
+        ptr: int,
+        n: int,
+        scalar: Scalar,
+        free: Any,
+        shape: tuple[int, ...] | None = None,
+    ) -> None:
         self.client = client
         """The client whose context owns the memory."""
         self.ptr = ptr
@@ -38,6 +64,11 @@ class CudaBuffer:
         """The number of elements."""
         self.scalar = scalar
         """The element type."""
+        self.shape: tuple[int, ...] = (n,) if shape is None else shape
+        """The extent along each dimension (fixed: a launch remembers it)."""
+        self.ndim = len(self.shape)
+        self.words: tuple[int, ...] = (self.ndim, *self.shape, *c_strides(self.shape, 1))
+        """What a tensor slot passes after the pointer: rank, shape, strides (elements)."""
         self._free = free
 
     @property
@@ -47,10 +78,16 @@ class CudaBuffer:
     def __len__(self) -> int:
         return self.n
 
+    def view(self) -> BufferView:
+        """The buffer as the argument checker sees it."""
+        return BufferView(
+            self.ptr, dtype_name(self.scalar), self.scalar.itemsize, self.shape, None, True
+        )
+
     @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
         return {
-            "shape": (self.n,),
+            "shape": self.shape,
             "typestr": self.scalar.dtype.str,
             "data": (self.ptr, False),
             "version": 3,
@@ -59,7 +96,8 @@ class CudaBuffer:
         }
 
     def __repr__(self) -> str:
-        return f"CudaBuffer({self.n} x {self.scalar.name} at {self.ptr:#x})"
+        shape = "x".join(map(str, self.shape))
+        return f"CudaBuffer({shape} x {self.scalar.name} at {self.ptr:#x})"
 
     def __del__(self) -> None:
         free, self._free = self._free, None
@@ -71,38 +109,132 @@ class CudaBuffer:
 
 
 @dataclass(frozen=True, slots=True)
-class ForeignArray:
-    """What ``__cuda_array_interface__`` says of another library's device array."""
+class DeviceArray:
+    """Another library's device array: what it holds, and the stream its producer's work is on."""
 
-    ptr: int
-    n: int
-    dtype: np.dtype
+    view: BufferView
     stream: int | None
-    """The stream its producer's work is on, ``None`` when it promises none is pending."""
+    """``None`` when the producer promises no work is pending (or, for DLPack, has already
+    ordered it before the client's stream)."""
+    keep: Any = None
+    """What must stay alive while the launch reads the view (a DLPack capsule)."""
 
-    def matches(self, scalar: Scalar) -> bool:
-        """Whether its elements are ``scalar``s (bf16 is held as 16-bit words)."""
-        if scalar == bf16:
-            return self.dtype == np.dtype(np.uint16) or self.dtype.name == "bfloat16"
-        return from_dtype(self.dtype) == scalar
+    @property
+    def ptr(self) -> int:
+        return self.view.address
 
 
-def foreign_array(value: Any) -> ForeignArray | None:
-    """``value``'s device array, if it has a C-contiguous ``__cuda_array_interface__``;
-    ``None`` if it has no such interface. Raises ``ValueError`` for one that is strided."""
+class UnusableArray(Exception):
+    """An array interface that says nothing a launch can use; the message says why."""
+
+
+def device_array(value: Any, stream: int | None) -> DeviceArray | None:
+    """``value``'s device array, through ``__cuda_array_interface__`` or else DLPack (asked to
+    order its producer's work before ``stream``); ``None`` if it has neither. Raises
+    :class:`UnusableArray` for an interface that cannot be read, ``LookupError`` (with the
+    device's name) for a DLPack array outside CUDA device memory."""
     interface = getattr(value, "__cuda_array_interface__", None)
-    if interface is None:
-        return None
-    shape = tuple(interface["shape"])
-    dtype = np.dtype(interface["typestr"])
-    strides = interface.get("strides")
-    if strides is not None:
-        expected = []
-        step = dtype.itemsize
-        for extent in reversed(shape):
-            expected.append(step)
-            step *= extent
-        if tuple(reversed(expected)) != tuple(strides) and math.prod(shape) > 1:
-            raise ValueError("it is not contiguous; pass a contiguous copy")
-    ptr, _ = interface["data"]
-    return ForeignArray(int(ptr or 0), math.prod(shape), dtype, interface.get("stream"))
+    if interface is not None:
+        return _from_interface(interface)
+    if hasattr(value, "__dlpack__") and hasattr(value, "__dlpack_device__"):
+        return _from_dlpack(value, stream)
+    return None
+
+
+def _from_interface(interface: Any) -> DeviceArray:
+    try:
+        shape = tuple(int(e) for e in interface["shape"])
+        typestr = str(interface["typestr"])
+        ptr, readonly = interface["data"]
+        strides = interface.get("strides")
+        stream = interface.get("stream")
+    except (KeyError, TypeError, ValueError) as e:
+        raise UnusableArray(f"its __cuda_array_interface__ is malformed ({e!r})") from None
+    try:
+        dtype = np.dtype(typestr)
+    except TypeError:
+        raise UnusableArray(f"its __cuda_array_interface__ names no dtype ({typestr!r})") from None
+    view = BufferView(
+        int(ptr or 0),
+        dtype.name,
+        dtype.itemsize,
+        shape,
+        None if strides is None else tuple(int(s) for s in strides),
+        not readonly,
+    )
+    return DeviceArray(view, None if stream is None else int(stream))
+
+
+class _Device(ctypes.Structure):
+    _fields_ = (("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32))
+
+
+class _DataType(ctypes.Structure):
+    _fields_ = (("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16))
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = (
+        ("data", ctypes.c_void_p),
+        ("device", _Device),
+        ("ndim", ctypes.c_int32),
+        ("dtype", _DataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    )
+
+
+_DL_CUDA_DEVICES = {2: "CUDA device", 3: "pinned host", 13: "CUDA managed"}
+_DL_DEVICE_NAMES = {1: "host", 4: "OpenCL", 7: "Vulkan", 8: "Metal", 10: "ROCm"}
+_DL_TYPES = {0: "int", 1: "uint", 2: "float", 4: "bfloat", 6: "bool"}
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.restype = ctypes.c_void_p
+_capsule_pointer.argtypes = (ctypes.py_object, ctypes.c_char_p)
+
+
+def _from_dlpack(value: Any, stream: int | None) -> DeviceArray:
+    device_type, _ = value.__dlpack_device__()
+    if int(device_type) not in (2, 13):
+        name = _DL_CUDA_DEVICES.get(int(device_type)) or _DL_DEVICE_NAMES.get(
+            int(device_type), f"DLPack device {device_type}"
+        )
+        raise LookupError(name)
+    try:
+        capsule = value.__dlpack__(stream=stream)
+    except (TypeError, BufferError, RuntimeError, ValueError) as e:
+        raise UnusableArray(f"its __dlpack__ refused ({e})") from None
+    return DeviceArray(dlpack_view(capsule), None, capsule)
+
+
+def dlpack_view(capsule: Any) -> BufferView:
+    """The array a DLPack capsule (``"dltensor"``, not yet consumed) describes, left unconsumed:
+    its producer still owns the memory and frees it when the capsule goes."""
+    try:
+        address = _capsule_pointer(capsule, b"dltensor")
+    except ValueError:
+        raise UnusableArray("its DLPack capsule is not an unconsumed dltensor") from None
+    tensor = _DLTensor.from_address(address)
+    kind = _DL_TYPES.get(tensor.dtype.code)
+    if kind is None or tensor.dtype.lanes != 1 or tensor.dtype.bits % 8:
+        raise UnusableArray(f"its DLPack element type (code {tensor.dtype.code}) is not a scalar")
+    name = "bool" if kind == "bool" else f"{kind}{tensor.dtype.bits}"
+    itemsize = tensor.dtype.bits // 8
+    shape = tuple(tensor.shape[d] for d in range(tensor.ndim))
+    strides = (
+        None
+        if not tensor.strides
+        else tuple(tensor.strides[d] * itemsize for d in range(tensor.ndim))
+    )
+    data = (tensor.data or 0) + tensor.byte_offset
+    return BufferView(data, name, itemsize, shape, strides, True)
+
+
+def spans_of(view: BufferView) -> tuple[int, int]:
+    """The first and one-past-the-last byte a view's elements occupy."""
+    if not view.size:
+        return view.address, view.address
+    strides = view.strides if view.strides is not None else c_strides(view.shape, view.itemsize)
+    low = sum((e - 1) * s for e, s in zip(view.shape, strides, strict=True) if s < 0)
+    high = sum((e - 1) * s for e, s in zip(view.shape, strides, strict=True) if s > 0)
+    return view.address + low, view.address + high + view.itemsize

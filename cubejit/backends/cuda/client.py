@@ -20,7 +20,13 @@ from typing import Any
 import numpy as np
 
 from cubejit.backends.cuda import nvrtc
-from cubejit.backends.cuda.buffer import LEGACY_DEFAULT_STREAM, U32_MAX, CudaBuffer, ForeignArray
+from cubejit.backends.cuda.buffer import (
+    LEGACY_DEFAULT_STREAM,
+    CudaBuffer,
+    DeviceArray,
+    UnusableArray,
+    device_array,
+)
 from cubejit.backends.cuda.coarsening import NO_ALIAS
 from cubejit.backends.cuda.compiler import CudaCompiler
 from cubejit.backends.cuda.driver import (
@@ -30,7 +36,7 @@ from cubejit.backends.cuda.driver import (
     driver_module,
     open_device,
 )
-from cubejit.backends.cuda.launch import Launcher, arrays_apart
+from cubejit.backends.cuda.launch import Launcher, arrays_apart, first_mask
 from cubejit.backends.cuda.target import CudaTarget, fingerprint
 from cubejit.compile.id import ArtifactId
 from cubejit.compile.loader import KernelLoader
@@ -38,7 +44,8 @@ from cubejit.compile.mirror import Mirror
 from cubejit.compile.recording import ServerLogger
 from cubejit.environment import ArtifactStore
 from cubejit.errors import BackendUnavailableError, LaunchError
-from cubejit.ir.types import Scalar, from_dtype
+from cubejit.ir.types import Scalar, TensorType, from_dtype
+from cubejit.runtime.layout import U32_MAX, all_contiguous, param_slots
 
 
 class CudaClient:
@@ -103,8 +110,11 @@ class CudaClient:
         """Queues ``spec`` for the next batch (the next first launch, or
         :meth:`compile_queued`), so that many kernels compile at once: in the form for launches
         whose arrays do not overlap, the one a launch takes unless an array it writes is another
-        argument too."""
-        self.loader.enqueue(spec, NO_ALIAS)
+        argument too (a kernel with tensors: that, for tensors contiguous innermost)."""
+        if any(isinstance(p.type, TensorType) for p in spec.params):
+            self.loader.enqueue(spec, (NO_ALIAS, all_contiguous(spec.params)))
+        else:
+            self.loader.enqueue(spec, NO_ALIAS)
 
     def compile_queued(self) -> None:
         """Compiles every queued kernel now, in one batch."""
@@ -113,8 +123,11 @@ class CudaClient:
     def _launcher(self, spec: Any, args: tuple[Any, ...]) -> Callable[[Any, tuple[Any, ...]], None]:
         """The launch function of ``spec``, made at its first launch, with ``args``. Which
         arrays the kernel writes is known once an artifact is loaded; until then the variant is
-        the no-alias one only if no two array arguments overlap at all."""
-        variant = NO_ALIAS if arrays_apart(spec.params, args) else None
+        the no-alias one only if no two buffer arguments overlap at all. A kernel with tensors
+        starts with the contiguity its first arguments have too."""
+        variant: Any = NO_ALIAS if arrays_apart(spec.params, args) else None
+        if any(isinstance(p.type, TensorType) for p in spec.params):
+            variant = (variant, first_mask(param_slots(spec.params), args))
         handle = self.loader.load(spec, ArtifactId(spec.id(), variant), self._logger)
 
         def load(other: Any) -> Any:
@@ -138,13 +151,17 @@ class CudaClient:
     # Memory.
 
     def to_device(self, array: Any, dtype: Scalar | None = None) -> CudaBuffer:
-        """A new device buffer holding a copy of ``array``'s elements, flattened. ``dtype``
-        names the element type where numpy's cannot (``cj.bf16`` for ``uint16`` bits)."""
-        host = np.ascontiguousarray(array).reshape(-1)
+        """A new device buffer holding a copy of ``array``'s elements, a C-contiguous tensor of
+        its shape. ``dtype`` names the element type where numpy's cannot (``cj.bf16`` for
+        ``uint16`` bits)."""
+        try:
+            host = np.ascontiguousarray(array)
+        except (TypeError, ValueError) as e:
+            raise LaunchError(f"cannot copy {type(array).__name__} to the device: {e}") from None
         scalar = dtype if dtype is not None else from_dtype(host.dtype)
         if scalar is None or host.dtype.itemsize != scalar.itemsize:
-            raise TypeError(f"cubejit has no element type for numpy dtype {host.dtype}")
-        buffer = self._allocate(host.size, scalar)
+            raise LaunchError(f"cubejit has no element type for numpy dtype {host.dtype}")
+        buffer = self._allocate(host.shape, scalar)
         if host.size:
             self._make_current()
             call(
@@ -157,26 +174,46 @@ class CudaClient:
             )
         return buffer
 
-    def empty(self, n: int, dtype: Any) -> CudaBuffer:
-        """A new device buffer of ``n`` elements of ``dtype`` (a cubejit scalar or a numpy
-        dtype), not initialised."""
-        scalar = dtype if isinstance(dtype, Scalar) else from_dtype(np.dtype(dtype))
+    def empty(self, shape: Any, dtype: Any) -> CudaBuffer:
+        """A new device buffer of ``shape`` (a number of elements, or a tuple for a C-contiguous
+        tensor) of ``dtype`` (a cubejit scalar or a numpy dtype), not initialised."""
+        try:
+            scalar = dtype if isinstance(dtype, Scalar) else from_dtype(np.dtype(dtype))
+        except TypeError:
+            scalar = None
         if scalar is None:
-            raise TypeError(f"cubejit has no element type for {dtype!r}")
-        return self._allocate(int(n), scalar)
+            raise LaunchError(f"cubejit has no element type for {dtype!r}")
+        dims = tuple(shape) if isinstance(shape, tuple | list) else (shape,)
+        if not dims or not all(
+            isinstance(d, int | np.integer) and not isinstance(d, bool) and d >= 0 for d in dims
+        ):
+            raise LaunchError(
+                f"a buffer's shape is a number of elements or a tuple of them, not {shape!r}"
+            )
+        return self._allocate(tuple(int(d) for d in dims), scalar)
 
     def read(self, buffer: Any) -> np.ndarray:
         """The elements of ``buffer`` (this client's, or any device array with
-        ``__cuda_array_interface__``) as a new numpy array, once every launch before has
-        finished."""
+        ``__cuda_array_interface__`` or DLPack, C-contiguous) as a new numpy array of its shape,
+        once every launch before has finished."""
         if isinstance(buffer, CudaBuffer):
-            ptr, n, dtype = buffer.ptr, buffer.n, buffer.scalar.dtype
+            ptr, shape, dtype = buffer.ptr, buffer.shape, buffer.scalar.dtype
         else:
-            interface = buffer.__cuda_array_interface__
-            ptr = int(interface["data"][0] or 0)
-            n = math.prod(interface["shape"])
-            dtype = np.dtype(interface["typestr"])
-        host = np.empty(n, dtype)
+            try:
+                foreign = device_array(buffer, self.stream_handle)
+            except (UnusableArray, LookupError) as e:
+                raise LaunchError(
+                    f"client.read cannot read this {type(buffer).__name__}: {e}"
+                ) from None
+            if foreign is None or not foreign.view.is_c_contiguous():
+                raise LaunchError(
+                    f"client.read takes a buffer or a C-contiguous device array, not "
+                    f"{type(buffer).__name__}"
+                )
+            ptr, shape = foreign.ptr, foreign.view.shape
+            dtype = np.dtype(foreign.view.dtype if foreign.view.dtype != "bfloat16" else "uint16")
+        host = np.empty(shape, dtype)
+        n = host.size
         self._make_current()
         if n:
             call(
@@ -196,7 +233,7 @@ class CudaClient:
         self._make_current()
         call(self._driver.cuStreamSynchronize, self._stream, what="finish the client's work")
 
-    def adopt(self, array: ForeignArray, where: str) -> None:
+    def adopt(self, array: DeviceArray, where: str) -> None:
         """Checks that another library's ``array`` lives on this device and orders this
         client's stream after the stream its producer named."""
         driver = self._driver
@@ -217,19 +254,22 @@ class CudaClient:
         call(driver.cuEventRecord, self._event, array.stream, what=f"wait for {where}")
         call(driver.cuStreamWaitEvent, self._stream, self._event, 0, what=f"wait for {where}")
 
-    def _allocate(self, n: int, scalar: Scalar) -> CudaBuffer:
-        if not 0 <= n <= U32_MAX:
-            raise ValueError(f"a buffer holds 0 to {U32_MAX} elements (a u32 length), not {n}")
+    def _allocate(self, shape: tuple[int, ...], scalar: Scalar) -> CudaBuffer:
+        n = math.prod(shape)
+        if n > U32_MAX:
+            raise LaunchError(
+                f"a buffer of shape {shape} has {n} elements; at most {U32_MAX} fit a u32 length"
+            )
         driver = self._driver
         if n == 0:
-            return CudaBuffer(self, 0, 0, scalar, None)
+            return CudaBuffer(self, 0, 0, scalar, None, shape)
         self._make_current()
         ptr = call(
             driver.cuMemAlloc,
             n * scalar.itemsize,
             what=f"allocate {n} x {scalar.name} on the device",
         )
-        return CudaBuffer(self, int(ptr), n, scalar, self._free)
+        return CudaBuffer(self, int(ptr), n, scalar, self._free, shape)
 
     def _make_current(self) -> None:
         """Makes the client's context current on the calling thread, which any thread may be."""

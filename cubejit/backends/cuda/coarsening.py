@@ -18,18 +18,28 @@ are then in flight together. Moving a load before another unit's store is exact 
 array the kernel writes overlaps another array argument, which the launch checks before it
 takes this variant. A thread whose units straddle the bound runs each unit under its guard.
 
-A kernel is coarsened when its cubes are one-dimensional, its guard has a bound and its body,
-without the guard, has no loop and no ``return``; any other kernel keeps one unit per thread.
+Every decision is read from the IR's traits (:mod:`cubejit.ir.traits`). A kernel is coarsened
+when its cubes are one-dimensional, its guard has a bound, and its guarded work touches global
+memory only (a cube's shared memory would be shared by the cubes of a block), neither
+synchronises nor needs its cube or plane converged (units of different cubes would wait for
+each other), never leaves (no ``return``, no loop exit) and holds no loop. Within one unit, a
+straight-line statement moves ahead of the unit's stores when its traits say it writes no
+buffer and reads none the unit stored before; a store is split into its evaluation (moved
+ahead) and its write. Any other kernel keeps one unit per thread.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import assert_never
 
 from cubejit.backends.unit_loop import plan_unit_loop
 from cubejit.ir import nodes as ir
-from cubejit.ir.types import ArrayType, Scalar, bool_, u32
+from cubejit.ir.traits import Traits, assignments, block_traits, traits
+from cubejit.ir.traversal import blocks, map_expr, walk_exprs
+from cubejit.ir.types import bool_, u32
+from cubejit.ir.values import MemorySpace, Value, ValueKind, declared
 
 FACTOR = 4
 """Cubes along x that one CUDA block of a coarsened kernel runs."""
@@ -38,7 +48,6 @@ NO_ALIAS = True
 """The artifact variant for launches in which no array the kernel writes overlaps another array
 argument; ``None`` is the variant for any launch."""
 
-_LOOPS_AND_RETURNS = (ir.RangeFor, ir.While, ir.Return, ir.Break, ir.Continue)
 _GIVEN = (ir.Position.CUBE_POS_X, ir.Position.CUBE_COUNT_X)
 """Positions of a unit that are the names the wrapper declares for every thread."""
 
@@ -62,8 +71,19 @@ class Coarsened:
 
 
 def written_arrays(kernel: ir.KernelIR) -> frozenset[str]:
-    """The array parameters ``kernel`` stores to."""
-    return frozenset(s.array for s in ir.walk_stmts(kernel.body) if isinstance(s, ir.Store))
+    """The global buffers ``kernel`` writes, as its traits say."""
+    done = block_traits(kernel.body, declared(kernel))
+    return frozenset(a.buffer for a in done.writes if a.space is MemorySpace.GLOBAL)
+
+
+def _coarsenable(work: Traits) -> bool:
+    """Whether units of several cubes may run ``work`` in one thread (see the module's doc)."""
+    return (
+        work.spaces() <= {MemorySpace.GLOBAL}
+        and work.synchronises is None
+        and work.converged is None
+        and not work.exits
+    )
 
 
 def coarsen(kernel: ir.KernelIR, cube_dim: tuple[int, int, int]) -> Coarsened | None:
@@ -74,24 +94,38 @@ def coarsen(kernel: ir.KernelIR, cube_dim: tuple[int, int, int]) -> Coarsened | 
     plan = plan_unit_loop(kernel)
     if plan.bound is None:
         return None
-    if any(isinstance(s, _LOOPS_AND_RETURNS) for s in ir.walk_stmts(plan.body)):
+    values = declared(kernel)
+    if not _coarsenable(block_traits(plan.body, values)):
         return None
+    try:
+        return _coarsen(kernel, plan.body, plan.lead, plan.bound, values)
+    except _KeepOnePerThread:
+        return None
+
+
+def _coarsen(
+    kernel: ir.KernelIR,
+    work: tuple[ir.Stmt, ...],
+    lead: ir.Position,
+    bound: ir.Expr,
+    values: Mapping[str, Value],
+) -> Coarsened:
     names = _Names(kernel)
     count = names.fresh("cube_count_x")
     cubes = tuple(names.fresh(f"cube_pos_x_{k}") for k in range(FACTOR))
-    used = {e.which for e in ir.walk_exprs(plan.body) if isinstance(e, ir.PositionOf)}
-    used.add(plan.lead)
+    used = {e.which for e in walk_exprs(work) if isinstance(e, ir.PositionOf)}
+    used.add(lead)
     ordered = [p for p in ir.Position if p in used and p not in _GIVEN]
     by_unit = [
         {
             ir.Position.CUBE_POS_X: cubes[k],
             ir.Position.CUBE_COUNT_X: count,
-            **{p: names.fresh(f"{p.value.lower()}_{k}") for p in ordered},
+            **{p: names.fresh(f"{p.name.lower()}_{k}") for p in ordered},
         }
         for k in range(FACTOR)
     ]
-    assigned = _assigned(plan.body)
-    params = {p.name: p.type for p in kernel.params}
+    assigned = set(assignments(work, values))
+    params = {p.name for p in kernel.params if values[p.name].kind is ValueKind.SCALAR_PARAM}
     locals_ = [ir.Local(names.fresh(f"live_{k}"), bool_) for k in range(FACTOR)]
     units = []
     for k in range(FACTOR):
@@ -100,26 +134,24 @@ def coarsen(kernel: ir.KernelIR, cube_dim: tuple[int, int, int]) -> Coarsened | 
         for local in kernel.locals:
             renames[local.name] = names.fresh(f"{local.name}_{k}")
             locals_.append(ir.Local(renames[local.name], local.type))
-        for name in sorted(assigned & params.keys()):
-            scalar = params[name]
-            assert not isinstance(scalar, ArrayType)
+        for name in sorted(assigned & params):
+            scalar = values[name].item.elem
             renames[name] = names.fresh(f"{name}_{k}")
             locals_.append(ir.Local(renames[name], scalar))
             start.append(ir.Assign(renames[name], ir.Var(name, scalar)))
         rewrite = _Rewrite(renames, by_unit[k])
-        units.append((*start, *rewrite.block(plan.body)))
+        units.append((*start, *rewrite.block(work)))
     lives = []
     head: list[ir.Stmt] = []
     for k in range(FACTOR):
         exists = _lt(ir.Var(cubes[k], u32), ir.Var(count, u32))
-        below = _lt(ir.Var(by_unit[k][plan.lead], u32), plan.bound)
+        below = _lt(ir.Var(by_unit[k][lead], u32), bound)
         lives.append(ir.Var(locals_[k].name, bool_))
         head.append(ir.Assign(locals_[k].name, ir.Binary(ir.BinaryOp.AND, exists, below, bool_)))
-    every = lives[0]
+    every: ir.Expr = lives[0]
     for live in lives[1:]:
         every = ir.Binary(ir.BinaryOp.AND, every, live, bool_)
-    elems = {p.name: p.type.elem for p in kernel.params if isinstance(p.type, ArrayType)}
-    fast = _loads_first(units, elems, names, locals_)
+    fast = _loads_first(units, values, names, locals_)
     each = tuple(ir.If(live, unit) for live, unit in zip(lives, units, strict=True))
     extra = (count, *cubes, *(unit[p] for unit in by_unit for p in ordered))
     body = ir.KernelIR(
@@ -136,34 +168,29 @@ def _lt(lhs: ir.Expr, rhs: ir.Expr) -> ir.Binary:
     return ir.Binary(ir.BinaryOp.LT, lhs, rhs, bool_)
 
 
-def _assigned(block: Iterable[ir.Stmt]) -> set[str]:
-    return {s.name for s in ir.walk_stmts(tuple(block)) if isinstance(s, ir.Assign)}
-
-
 def _loads_first(
     units: list[tuple[ir.Stmt, ...]],
-    elems: dict[str, Scalar],
+    values: Mapping[str, Value],
     names: _Names,
     locals_: list[ir.Local],
 ) -> tuple[ir.Stmt, ...]:
     """Every unit's statements, the stores of all after everything else when that is exact
-    (a unit of assignments and stores that reads no array it stored before); else the units
-    one after another."""
-    if not all(_stores_last_is_exact(unit) for unit in units):
+    (see the module's doc); else the units one after another."""
+    if not all(_stores_last_is_exact(unit, values) for unit in units):
         return tuple(s for unit in units for s in unit)
     first: list[ir.Stmt] = []
     last: list[ir.Stmt] = []
     for k, unit in enumerate(units):
         for j, s in enumerate(unit):
-            if isinstance(s, ir.Assign):
+            if not isinstance(s, ir.Store):
                 first.append(s)
                 continue
-            assert isinstance(s, ir.Store)
-            later = _assigned(unit[j + 1 :])
+            later = assignments(unit[j + 1 :], values)
+            indices = s.index.indices if isinstance(s.index, ir.TensorIndex) else (s.index,)
             parts = []
             for what, value, t in (
-                ("index", s.index, s.index.type),
-                ("stored", s.value, elems[s.array]),
+                *(("index", index, index.type) for index in indices),
+                ("stored", s.value, values[s.array].item.elem),
             ):
                 if isinstance(value, ir.Const) or (
                     isinstance(value, ir.Var) and value.name not in later
@@ -174,21 +201,32 @@ def _loads_first(
                 locals_.append(ir.Local(temp, t))
                 first.append(ir.Assign(temp, value))
                 parts.append(ir.Var(temp, t))
-            last.append(ir.Store(s.array, parts[0], parts[1]))
+            index: ir.Expr = parts[0]
+            if isinstance(s.index, ir.TensorIndex):
+                index = ir.TensorIndex(s.index.tensor, tuple(parts[:-1]))
+            last.append(ir.Store(s.array, index, parts[-1]))
     return (*first, *last)
 
 
-def _stores_last_is_exact(unit: tuple[ir.Stmt, ...]) -> bool:
+def _stores_last_is_exact(unit: tuple[ir.Stmt, ...], values: Mapping[str, Value]) -> bool:
+    """Whether every statement of ``unit`` may run before the unit's stores: each is
+    straight-line (no nested block: branches keep the units in order), writes no buffer (or is
+    a store, whose write alone stays last) and reads none stored before it."""
     stored: set[str] = set()
     for s in unit:
-        if not isinstance(s, ir.Assign | ir.Store):
+        if blocks(s):
             return False
-        reads = {e.array for e in ir.walk_exprs((s,)) if isinstance(e, ir.Load)}
-        if reads & stored:
+        done = traits(s, values)
+        if {a.buffer for a in done.reads} & stored:
             return False
-        if isinstance(s, ir.Store):
-            stored.add(s.array)
+        if not done.is_local and not isinstance(s, ir.Store):
+            return False
+        stored |= {a.buffer for a in done.writes}
     return True
+
+
+class _KeepOnePerThread(Exception):
+    """The work holds a statement a coarsened thread cannot repeat per unit."""
 
 
 class _Names:
@@ -221,24 +259,18 @@ class _Rewrite:
             return ir.Assign(self.renames.get(s.name, s.name), self.expr(s.value))
         if isinstance(s, ir.Store):
             return ir.Store(s.array, self.expr(s.index), self.expr(s.value))
-        assert isinstance(s, ir.If)
-        return ir.If(self.expr(s.cond), self.block(s.then), self.block(s.orelse))
+        if isinstance(s, ir.If):
+            return ir.If(self.expr(s.cond), self.block(s.then), self.block(s.orelse))
+        if isinstance(s, ir.RangeFor | ir.While | ir.Break | ir.Continue | ir.Return):
+            raise _KeepOnePerThread
+        assert_never(s)
 
     def expr(self, e: ir.Expr) -> ir.Expr:
+        return map_expr(e, self.rename)
+
+    def rename(self, e: ir.Expr) -> ir.Expr:
         if isinstance(e, ir.Var):
             return ir.Var(self.renames.get(e.name, e.name), e.type)
         if isinstance(e, ir.PositionOf):
             return ir.Var(self.positions[e.which], u32)
-        if isinstance(e, ir.Load):
-            return replace(e, index=self.expr(e.index))
-        if isinstance(e, ir.Unary):
-            return replace(e, operand=self.expr(e.operand))
-        if isinstance(e, ir.Binary):
-            return replace(e, lhs=self.expr(e.lhs), rhs=self.expr(e.rhs))
-        if isinstance(e, ir.Cast):
-            return replace(e, value=self.expr(e.value))
-        if isinstance(e, ir.Math):
-            return replace(e, args=tuple(self.expr(a) for a in e.args))
-        if isinstance(e, ir.Select):
-            return ir.Select(self.expr(e.cond), self.expr(e.if_true), self.expr(e.if_false), e.type)
         return e

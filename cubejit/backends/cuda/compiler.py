@@ -16,11 +16,15 @@ from typing import Any
 
 from cubejit.backends.cuda import nvrtc
 from cubejit.backends.cuda.artifact import ENTRY_POINT, CudaArtifact, ParamSlot, param_slots
+from cubejit.backends.cuda.capabilities import cuda_capabilities
 from cubejit.backends.cuda.coarsening import FACTOR, NO_ALIAS, coarsen
 from cubejit.backends.cuda.dialect import cuda_source, needs_half_headers
 from cubejit.backends.cuda.driver import ARCHITECTURAL_LIMITS, CudaLimits
 from cubejit.compile.id import ArtifactId
 from cubejit.errors import BackendUnavailableError, UnsupportedError
+from cubejit.ir.types import TensorType
+from cubejit.ir.validate import validate_for
+from cubejit.runtime.layout import contiguity
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +59,7 @@ class CudaCompiler:
     ) -> None:
         self.arch = arch
         self.limits = limits
+        self.capabilities = cuda_capabilities(limits)
         self.on_compile = on_compile
         self._lock = threading.Lock()
         self._compilations = 0
@@ -82,17 +87,23 @@ class CudaCompiler:
     def lower(self, kernel: Any, id: ArtifactId[Any], recording: Any, logger: Any) -> CudaLowered:
         """Validates ``kernel``'s cube_dim against the device, expands it to IR and prints
         it as CUDA C++ for variant ``id.variant`` (``None``, or
-        :data:`~cubejit.backends.cuda.coarsening.NO_ALIAS` for the coarsened no-alias form),
-        telling ``recording`` both."""
+        :data:`~cubejit.backends.cuda.coarsening.NO_ALIAS` for the coarsened no-alias form; for a
+        kernel with tensors, that and the contiguity mask of its tensors, ``(None | NO_ALIAS,
+        mask)``, see :func:`~cubejit.runtime.layout.contiguity`), telling ``recording`` both."""
         where = f"{kernel.file}:{kernel.line}"
-        if id.variant is not None and id.variant is not NO_ALIAS:
+        has_tensors = any(isinstance(p.type, TensorType) for p in kernel.params)
+        variant, mask = id.variant, None
+        if has_tensors and isinstance(id.variant, tuple) and len(id.variant) == 2:
+            variant, mask = id.variant
+        if (variant is not None and variant is not NO_ALIAS) or has_tensors != (mask is not None):
             raise UnsupportedError(
                 f"kernel {kernel.name} ({where}): CUDA variant {id.variant!r} is neither None "
-                f"nor {NO_ALIAS!r}",
+                f"nor {NO_ALIAS!r} (a kernel with tensors: either with its contiguity mask)",
                 kernel=kernel.name,
             )
         self.limits.check_cube_dim(kernel.cube_dim, kernel.name, where)
         ir = kernel.define()
+        validate_for(ir, self.capabilities, kernel.cube_dim)
         recording.defined(str(ir))
         needs_half = needs_half_headers(ir)
         if needs_half and nvrtc.half_include_dir() is None:
@@ -103,7 +114,11 @@ class CudaCompiler:
                 kernel=kernel.name,
             )
         coarsened = coarsen(ir, kernel.cube_dim)
-        source = cuda_source(ir, coarsened, no_alias=id.variant is NO_ALIAS)
+        try:
+            contiguous = contiguity(ir, mask or 0)
+        except ValueError as e:
+            raise UnsupportedError(f"kernel {kernel.name} ({where}): {e}") from None
+        source = cuda_source(ir, coarsened, no_alias=variant is NO_ALIAS, contiguous=contiguous)
         recording.source(source)
         factor = 1 if coarsened is None else FACTOR
         return CudaLowered(source, param_slots(ir), needs_half, kernel.name, factor)

@@ -5,8 +5,11 @@ what differs from C — positions read from ``blockIdx``/``threadIdx``/``blockDi
 ``__device__`` helpers, ``__half``/``__nv_bfloat16`` for f16/bf16, NaN and infinity without
 ``math.h`` — and wraps the body in one ``extern "C" __global__`` function named
 :data:`~cubejit.backends.cuda.artifact.ENTRY_POINT`. Arrays arrive as a pointer followed by
-their ``u32`` length. The text depends on the IR alone: nothing of the kernel's name or id is
-in it, so kernels that lower to the same IR share one cubin.
+their ``u32`` length, tensors as a pointer followed by their rank, shape and strides (``u32``
+each), the slots of :mod:`cubejit.runtime.layout`; a tensor the variant says is contiguous
+innermost is indexed along that dimension without its stride. The text depends on the IR
+alone: nothing of the kernel's name or id is in it, so kernels that lower to the same IR share
+one cubin.
 
 A kernel's coarsened no-alias form (:mod:`cubejit.backends.cuda.coarsening`) has
 ``__restrict__`` arrays (``const`` where the kernel never writes them), so NVRTC may move loads
@@ -18,11 +21,19 @@ from __future__ import annotations
 import math
 import struct
 
-from cubejit.backends.cstyle import Dialect, emit_body, length_name, param_name
+from cubejit.backends.cstyle import (
+    Dialect,
+    emit_body,
+    length_name,
+    param_name,
+    shape_name,
+    stride_name,
+)
 from cubejit.backends.cuda.artifact import ENTRY_POINT
 from cubejit.backends.cuda.coarsening import FACTOR, Coarsened, written_arrays
 from cubejit.ir import nodes as ir
-from cubejit.ir.types import ArrayType, Scalar, bf16, f16, f32, f64
+from cubejit.ir.traversal import walk_exprs
+from cubejit.ir.types import SCALARS, ArrayType, Scalar, TensorType, bf16, f16, f32, f64, u32
 
 _AXES = ("x", "y", "z")
 _HALVES = frozenset({"f16", "bf16"})
@@ -34,8 +45,12 @@ class CudaDialect(Dialect):
 
     type_names = {
         "bool": "bool",
+        "i8": "signed char",
+        "i16": "short",
         "i32": "int",
         "i64": "long long",
+        "u8": "unsigned char",
+        "u16": "unsigned short",
         "u32": "unsigned int",
         "u64": "unsigned long long",
         "f16": "__half",
@@ -44,6 +59,7 @@ class CudaDialect(Dialect):
         "f64": "double",
     }
     helper_qualifier = "static __device__ __forceinline__"
+    offset_type = u32
 
     def unit_axis(self, axis: int) -> str:
         return f"threadIdx.{_AXES[axis]}"
@@ -82,6 +98,32 @@ class CudaDialect(Dialect):
             return f"(({self.type_name(target)})({code}))"
         return super().cast(code, source, target)
 
+    def bitcast(self, code: str, source: Scalar, target: Scalar) -> str | None:
+        """Through the unsigned integer of the width, with CUDA's reinterpreting intrinsics."""
+        if source.is_int and target.is_int:
+            return super().bitcast(code, source, target)
+        unsigned = self.type_name(SCALARS[f"u{source.bits}"])
+        if source.is_float:
+            bits = _TO_BITS[source.name].format(code)
+        else:
+            bits = f"(({unsigned})({code}))"
+        if target.is_float:
+            return _FROM_BITS[target.name].format(bits)
+        return f"(({self.type_name(target)})({bits}))"
+
+
+_TO_BITS = {
+    "f16": "__half_as_ushort({})",
+    "bf16": "__bfloat16_as_ushort({})",
+    "f32": "__float_as_uint({})",
+    "f64": "((unsigned long long)__double_as_longlong({}))",
+}
+_FROM_BITS = {
+    "f16": "__ushort_as_half({})",
+    "bf16": "__ushort_as_bfloat16({})",
+    "f32": "__uint_as_float({})",
+    "f64": "__longlong_as_double((long long)({}))",
+}
 
 DIALECT = CudaDialect()
 
@@ -104,10 +146,10 @@ class _CoarsenedDialect(CudaDialect):
 def needs_half_headers(kernel: ir.KernelIR) -> bool:
     """Whether ``kernel`` uses f16 or bf16 anywhere, and so needs the CUDA half headers."""
     types: list[Scalar] = [
-        p.type.elem if isinstance(p.type, ArrayType) else p.type for p in kernel.params
+        p.type.elem if isinstance(p.type, ArrayType | TensorType) else p.type for p in kernel.params
     ]
     types += [local.type for local in kernel.locals]
-    types += [e.type for e in ir.walk_exprs(kernel.body)]
+    types += [e.type for e in walk_exprs(kernel.body)]
     return any(t in (f16, bf16) for t in types)
 
 
@@ -123,9 +165,31 @@ def _signature(kernel: ir.KernelIR, restrict: bool) -> list[str]:
             else:
                 parts.append(f"{elem}* {param_name(p.name)}")
             parts.append(f"unsigned int {length_name(p.name)}")
+        elif isinstance(p.type, TensorType):
+            assert p.type.rank is not None
+            rank = p.type.rank
+            elem = DIALECT.type_name(p.type.elem)
+            if restrict:
+                const = "" if p.name in written else "const "
+                parts.append(f"{const}{elem}* __restrict__ {param_name(p.name)}")
+            else:
+                parts.append(f"{elem}* {param_name(p.name)}")
+            parts.append(f"unsigned int r_{p.name}")
+            parts += [f"unsigned int {shape_name(p.name, d)}" for d in range(rank)]
+            parts += [f"unsigned int {stride_name(p.name, d)}" for d in range(rank)]
         else:
             parts.append(f"{DIALECT.type_name(p.type)} {param_name(p.name)}")
     return parts
+
+
+def _tensor_lengths(kernel: ir.KernelIR) -> list[str]:
+    """The declarations of each tensor's length, the product of its shape."""
+    lines = []
+    for p in kernel.tensors():
+        assert isinstance(p.type, TensorType) and p.type.rank is not None
+        product = " * ".join(shape_name(p.name, d) for d in range(p.type.rank))
+        lines.append(f"const unsigned int {length_name(p.name)} = {product};")
+    return lines
 
 
 def _coarsened_head(coarsened: Coarsened) -> list[str]:
@@ -144,26 +208,31 @@ def _coarsened_head(coarsened: Coarsened) -> list[str]:
 
 
 def cuda_source(
-    kernel: ir.KernelIR, coarsened: Coarsened | None = None, *, no_alias: bool = True
+    kernel: ir.KernelIR,
+    coarsened: Coarsened | None = None,
+    *,
+    no_alias: bool = True,
+    contiguous: frozenset[str] = frozenset(),
 ) -> str:
     """The whole CUDA C++ translation unit of ``kernel``. With ``coarsened`` (what
     :func:`~cubejit.backends.cuda.coarsening.coarsen` made of it), the coarsened no-alias form,
     or with ``no_alias`` false the plain one; either begins with a comment naming the
     coarsening, so that a kernel's text says everything its artifact's metadata does and two
-    kernels share an artifact only where that holds. Raises
+    kernels share an artifact only where that holds. The tensors named in ``contiguous`` have
+    stride 1 along their last dimension. Raises
     :class:`~cubejit.errors.UnsupportedError` for what CUDA cannot express."""
     sections = []
     if coarsened is not None:
         sections.append(f"// cubejit: the no-alias form runs {FACTOR} cubes per CUDA block")
     if coarsened is None or not no_alias:
-        emitted = emit_body(kernel, DIALECT)
+        emitted = emit_body(kernel, DIALECT, contiguous=contiguous)
         signature = _signature(kernel, restrict=False)
-        head: list[str] = []
+        head: list[str] = _tensor_lengths(kernel)
     else:
-        emitted = emit_body(coarsened.kernel, DIALECT)
+        emitted = emit_body(coarsened.kernel, DIALECT, contiguous=contiguous)
         count = f"unsigned int {param_name(coarsened.count)}"
         signature = [*_signature(kernel, restrict=True), count]
-        head = _coarsened_head(coarsened)
+        head = [*_tensor_lengths(kernel), *_coarsened_head(coarsened)]
     if needs_half_headers(kernel):
         sections.append("#include <cuda_fp16.h>\n#include <cuda_bf16.h>")
     if emitted.helpers:

@@ -3,11 +3,15 @@
 Everything a launch can know in advance is built once per kernel spec by :class:`Launcher`: a
 buffer holding every parameter value in an 8-byte slot, the array of pointers into it that
 ``cuLaunchKernel`` reads, one ``struct`` packer writing all values in one call, and a launch
-function written for this signature (its checks unrolled, one per parameter, so a launch runs
-no loop and no per-parameter call). ``cuLaunchKernel`` of ``cuda.bindings`` takes the prebuilt
-function and stream handles and the pointer array as one address: measured on an H200 host,
-that is the cheapest way into the driver (cheaper than ``ctypes`` with prebuilt ``c_void_p``
-handles, and half the cost of ``cuda.bindings`` packing Python argument tuples).
+function for this parameter layout (its checks unrolled, one per parameter, so a launch runs
+no loop and no per-parameter call). The function's code depends on the layout alone
+(:func:`launch_code`: the kinds of the slots, never a kernel's names or cube_dim, which it reads
+as globals), so it is generated and compiled once per layout and process, registered with
+``linecache`` so that a traceback shows its lines; a kernel's first launch only binds it.
+``cuLaunchKernel`` of ``cuda.bindings`` takes the prebuilt function and stream handles and the
+pointer array as one address: measured on an H200 host, that is the cheapest way into the driver
+(cheaper than ``ctypes`` with prebuilt ``c_void_p`` handles, and half the cost of
+``cuda.bindings`` packing Python argument tuples).
 
 A kernel with a coarsened no-alias form (:mod:`cubejit.backends.cuda.coarsening`) has two
 artifacts. Its launch function checks, in a few comparisons, whether an array the kernel writes
@@ -19,10 +23,18 @@ nothing of the kind.
 A launch with the very objects of the last launch of the same kernel (a loop launching on the
 same buffers) finds the parameter buffer already filled and calls the driver at once.
 
+A kernel with tensors has one artifact per contiguity of its tensors' innermost dimensions
+(variant ``(None, mask)``, or ``(NO_ALIAS, mask)`` for its coarsened form; see
+:func:`~cubejit.runtime.layout.contiguity`): its launch computes the mask from the arguments
+(and, when coarsened, whether a written buffer's span overlaps another's) and takes, or loads,
+that artifact.
+
 Every check happens before the launch: a wrong argument raises
 :class:`~cubejit.errors.LaunchError` and nothing runs. The common case (this client's own
 buffers of the right type, an int cube_count) takes the fast branch of each check; anything
-else (another library's arrays, tuples, errors) goes through the launcher's methods.
+else (another library's arrays, tuples, errors) goes through the launcher's methods and the
+shared :class:`~cubejit.runtime.arguments.ArgumentChecker`, so that a mistake reads as it does
+on the CPU.
 """
 
 from __future__ import annotations
@@ -30,6 +42,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import itertools
+import linecache
 import struct
 import threading
 import weakref
@@ -38,12 +51,19 @@ from typing import Any
 
 import numpy as np
 
-from cubejit.backends.cuda.artifact import ParamSlot
-from cubejit.backends.cuda.buffer import U32_MAX, CudaBuffer, foreign_array
+from cubejit.backends.cuda.buffer import (
+    CudaBuffer,
+    DeviceArray,
+    UnusableArray,
+    device_array,
+    spans_of,
+)
 from cubejit.backends.cuda.coarsening import NO_ALIAS
 from cubejit.backends.cuda.driver import error_text
 from cubejit.errors import LaunchError
-from cubejit.ir.types import ArrayType
+from cubejit.ir.types import ArrayType, TensorType
+from cubejit.runtime.arguments import ArgumentChecker, TensorValues
+from cubejit.runtime.layout import SCALAR_FORMATS, ParamSlot, SlotKind
 from cubejit.runtime.limits import dims3
 
 _UNSEEN = object()
@@ -58,18 +78,6 @@ def _unseen() -> object:
 SLOT_BYTES = 8
 """Every parameter value takes one slot this wide, so each is aligned whatever its type."""
 
-_FORMATS = {
-    "bool": "?",
-    "i32": "i",
-    "i64": "q",
-    "u32": "I",
-    "u64": "Q",
-    "f16": "e",
-    "bf16": "H",
-    "f32": "f",
-    "f64": "d",
-}
-
 
 def bf16_bits(value: float) -> int:
     """The bf16 nearest ``value`` (ties to even), as its 16 bits."""
@@ -80,62 +88,100 @@ def bf16_bits(value: float) -> int:
 
 
 def arrays_apart(params: tuple[Any, ...], args: tuple[Any, ...]) -> bool:
-    """Whether no two array arguments among ``args`` (for parameters ``params``, each with a
-    ``type``) share a byte. ``False`` when that cannot be told, as for arguments that do not fit,
-    which the launch then reports."""
+    """Whether no two array or tensor arguments among ``args`` (for parameters ``params``, each
+    with a ``type``) share a byte of their spans. ``False`` when that cannot be told, as for
+    arguments that do not fit, which the launch then reports."""
     if len(args) != len(params):
         return False
     spans = []
     for param, arg in zip(params, args, strict=True):
-        if not isinstance(param.type, ArrayType):
+        if not isinstance(param.type, ArrayType | TensorType):
             continue
         if isinstance(arg, CudaBuffer):
             spans.append((arg.ptr, arg.ptr + arg.nbytes))
             continue
+        if isinstance(arg, np.ndarray):
+            return False
         try:
-            foreign = foreign_array(arg)
-        except (ValueError, KeyError, TypeError):
+            foreign = device_array(arg, 0)
+        except (UnusableArray, LookupError):
             return False
         if foreign is None:
             return False
-        spans.append((foreign.ptr, foreign.ptr + foreign.n * foreign.dtype.itemsize))
+        spans.append(spans_of(foreign.view))
     spans.sort()
     return all(end <= start for (_, end), (start, _) in itertools.pairwise(spans))
 
 
-def _apart_check(params: tuple[ParamSlot, ...]) -> tuple[list[str], str]:
-    """The lines computing array ends, and the condition that no written array overlaps another
-    array argument (``p`` its pointer, ``n`` its length, ``e`` its end)."""
-    arrays = [j for j, p in enumerate(params) if p.is_array]
-    written = [j for j in arrays if params[j].written]
+def first_mask(params: tuple[ParamSlot, ...], args: tuple[Any, ...]) -> int:
+    """The contiguity mask a launch with ``args`` needs, read before anything is loaded (an
+    argument that cannot be read counts as contiguous: the launch then refuses it)."""
+    mask = bit = 0
+    for param, arg in zip(params, args, strict=False):
+        if not param.is_tensor:
+            continue
+        contiguous = True
+        if not isinstance(arg, CudaBuffer | np.ndarray):
+            try:
+                foreign = device_array(arg, None)
+            except (UnusableArray, LookupError):
+                foreign = None
+            strides = None if foreign is None else foreign.view.strides
+            if foreign is not None and strides and foreign.view.shape[-1] != 1:
+                contiguous = strides[-1] == foreign.view.itemsize
+        mask |= contiguous << bit
+        bit += 1
+    return mask
+
+
+def layout_key(params: tuple[ParamSlot, ...], coarsening: int) -> tuple[Any, ...]:
+    """What a launch function's code depends on: each slot's kind, rank and whether it needs a
+    conversion (bf16) or takes part in the overlap check (a written array of a coarsened
+    kernel)."""
+    coarsened = coarsening > 1
+    return (
+        tuple(
+            (p.kind.value, p.rank, p.scalar.name == "bf16", coarsened and p.written) for p in params
+        ),
+        coarsened,
+    )
+
+
+def _apart_check(key: tuple[Any, ...]) -> tuple[list[str], str]:
+    """The lines computing buffer ends, and the condition that no written buffer overlaps another
+    buffer argument (``p`` its pointer, ``n`` its length, or for a tensor the elements its span
+    covers, ``e`` its end, ``z`` its item size)."""
+    slots = key[0]
+    arrays = [j for j, (kind, _, _, _) in enumerate(slots) if kind != "scalar"]
+    written = [j for j in arrays if slots[j][3]]
     pairs = [(w, a) for w in written for a in arrays if a != w and (a not in written or a > w)]
     ends = sorted({j for pair in pairs for j in pair})
-    lines = [f"    e{j} = p{j} + n{j} * {params[j].scalar.itemsize}" for j in ends]
+    lines = [f"    e{j} = p{j} + n{j} * z{j}" for j in ends]
     condition = " and ".join(f"(e{w} <= p{a} or e{a} <= p{w})" for w, a in pairs)
     return lines, condition or "True"
 
 
-def _launch_source(
-    params: tuple[ParamSlot, ...], cube_dim: tuple[int, int, int], max_x: int, coarsening: int = 1
-) -> str:
-    """The text of the launch function for ``params`` and ``cube_dim`` (see
-    :meth:`Launcher._namespace` for the names it reads); ``max_x`` is the most cubes along x,
-    ``coarsening`` the cubes per block of the kernel's no-alias form.
+def _launch_source(key: tuple[Any, ...]) -> str:
+    """The text of the launch function for the layout ``key`` (see :meth:`Launcher._namespace`
+    for the names it reads).
 
     A launch with the very objects of the last one (the same buffers, the same scalar objects,
     an equal cube_count) finds the parameter buffer already holding its values and goes
-    straight to the driver: the last arrays are remembered by weak reference (a buffer is never
+    straight to the driver: the last buffers are remembered by weak reference (a buffer is never
     kept alive for it), and a launch with another library's arrays is never remembered, since
     each such launch must order the client's stream after the array's producer."""
-    count = len(params)
+    slots = key[0]
+    count = len(slots)
     memo = ["m_count", "m_function", "m_blocks", "m_gy", "m_gz"]
-    memo += [f"w{j}" if p.is_array else f"m{j}" for j, p in enumerate(params)]
+    memo += [f"w{j}" if kind != "scalar" else f"m{j}" for j, (kind, *_) in enumerate(slots)]
     lines = ["def launch(cube_count, args):", f"    global {', '.join(memo)}"]
     lines += [f"    if len(args) != {count}:", "        raise count_error(args)"]
-    if params:
+    if slots:
         lines.append(f"    {', '.join(f'a{j}' for j in range(count))}, = args")
-    same = [f"w{j}() is a{j}" if p.is_array else f"a{j} is m{j}" for j, p in enumerate(params)]
-    bx, by, bz = cube_dim
+    same = [
+        f"w{j}() is a{j}" if kind != "scalar" else f"a{j} is m{j}"
+        for j, (kind, *_) in enumerate(slots)
+    ]
     lines += [
         "    acquire()",
         "    try:",
@@ -143,11 +189,10 @@ def _launch_source(
         + "".join(f" and {c}" for c in same)
         + ":",
         "            status, = launch_kernel(",
-        f"                m_function, m_blocks, m_gy, m_gz, {bx}, {by}, {bz}, 0, stream,",
-        "                pointers, 0,",
+        "                m_function, m_blocks, m_gy, m_gz, BX, BY, BZ, 0, stream, pointers, 0,",
         "            )",
         "        else:",
-        *(f"        {line}" for line in _first_sight(params, max_x, coarsening, cube_dim)),
+        *(f"        {line}" for line in _first_sight(key)),
         "    finally:",
         "        release()",
         "    if status:",
@@ -156,17 +201,18 @@ def _launch_source(
     return "\n".join(lines) + "\n"
 
 
-def _first_sight(
-    params: tuple[ParamSlot, ...], max_x: int, coarsening: int, cube_dim: tuple[int, int, int]
-) -> list[str]:
+def _first_sight(key: tuple[Any, ...]) -> list[str]:
     """The lines of a launch whose arguments differ from the last one's: every check, the
     packing, the driver call, and remembering the arguments."""
+    slots, coarsened = key
     lines = ["    own = True"]
     values = []
-    for j, p in enumerate(params):
-        if p.is_array:
+    tensors = []
+    for j, (kind, rank, is_bf16, _) in enumerate(slots):
+        own = f"type(a{j}) is Buffer and a{j}.client is client and a{j}.scalar is s{j}"
+        if kind == "array":
             lines += [
-                f"    if type(a{j}) is Buffer and a{j}.client is client and a{j}.scalar is s{j}:",
+                f"    if {own}:",
                 f"        p{j} = a{j}.ptr",
                 f"        n{j} = a{j}.n",
                 "    else:",
@@ -174,28 +220,68 @@ def _first_sight(
                 "        own = False",
             ]
             values += [f"p{j}", f"n{j}"]
-        elif p.scalar.name == "bf16":
+        elif kind == "tensor":
+            lines += [
+                f"    if {own} and a{j}.ndim == {rank}:",
+                f"        p{j} = a{j}.ptr",
+                f"        n{j} = a{j}.n",
+                f"        t{j} = a{j}.words",
+                f"        c{j} = 1",
+                "    else:",
+                f"        p{j}, n{j}, t{j}, c{j} = tensor_arg({j}, a{j})",
+                "        own = False",
+            ]
+            values += [f"p{j}", f"*t{j}"]
+            tensors.append(j)
+        elif is_bf16:
             lines.append(f"    b{j} = bf16_arg(a{j})")
             values.append(f"b{j}")
         else:
             values.append(f"a{j}")
     lines += [
-        f"    if type(cube_count) is int and 0 < cube_count <= {max_x}:",
+        "    if type(cube_count) is int and 0 < cube_count <= MAX_X:",
         "        gx = cube_count",
         "        gy = gz = 1",
         "    else:",
         "        gx, gy, gz = grid(cube_count)",
     ]
     function, blocks = "function", "gx"
-    if coarsening > 1:
-        ends, condition = _apart_check(params)
+    if tensors:
+        mask = " | ".join(f"(c{j} << {bit})" for bit, j in enumerate(tensors))
+        lines.append(f"    mask = {mask}")
+        function = "f"
+    if tensors and not coarsened:
+        lines += [
+            "    f = functions.get((None, mask))",
+            "    if f is None:",
+            "        f = load_variant((None, mask))",
+        ]
+    if tensors and coarsened:
+        ends, condition = _apart_check(key)
+        lines += [
+            *ends,
+            f"    if {condition}:",
+            "        f = functions.get((NO_ALIAS, mask))",
+            "        if f is None:",
+            "            f = load_variant((NO_ALIAS, mask))",
+            "        bx = (gx + COARSENING - 1) // COARSENING",
+            "    else:",
+            "        f = functions.get((None, mask))",
+            "        if f is None:",
+            "            f = load_variant((None, mask))",
+            "        bx = gx",
+        ]
+        values.append("gx")
+        blocks = "bx"
+    if coarsened and not tensors:
+        ends, condition = _apart_check(key)
         lines += [
             *ends,
             f"    if {condition}:",
             "        f = fast",
             "        if f is None:",
             "            f = load_fast()",
-            f"        bx = (gx + {coarsening - 1}) // {coarsening}",
+            "        bx = (gx + COARSENING - 1) // COARSENING",
             "    else:",
             "        f = plain",
             "        if f is None:",
@@ -212,26 +298,52 @@ def _first_sight(
             "    except struct_error:",
             "        raise scalar_error(args) from None",
         ]
-    bx, by, bz = cube_dim
     lines += [
         "    status, = launch_kernel(",
-        f"        {function}, {blocks}, gy, gz, {bx}, {by}, {bz}, 0, stream, pointers, 0",
+        f"        {function}, {blocks}, gy, gz, BX, BY, BZ, 0, stream, pointers, 0",
         "    )",
         "    if own and not status:",
         f"        m_function, m_blocks, m_gy, m_gz = {function}, {blocks}, gy, gz",
         *(
-            f"        w{j} = ref(a{j})" if p.is_array else f"        m{j} = a{j}"
-            for j, p in enumerate(params)
+            f"        w{j} = ref(a{j})" if kind != "scalar" else f"        m{j} = a{j}"
+            for j, (kind, *_) in enumerate(slots)
         ),
         "        m_count = cube_count",
     ]
     return lines
 
 
+_layouts = itertools.count()
+
+
 @functools.cache
-def _launch_code(source: str) -> Any:
-    """``source`` compiled once per process: specs of one signature share the code."""
-    return compile(source, "<cubejit launch>", "exec")
+def launch_code(key: tuple[Any, ...]) -> Any:
+    """The compiled launch function of the layout ``key``, generated once per process (every
+    kernel of that layout shares it) and registered with ``linecache``."""
+    source = _launch_source(key)
+    filename = f"<cubejit launch {next(_layouts)}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    return compile(source, filename, "exec")
+
+
+def _pack_format(params: tuple[ParamSlot, ...], coarsening: int) -> tuple[str, int]:
+    """The ``struct`` format of every parameter value, one 8-byte slot each, and the count of
+    slots."""
+    fmt = "<"
+    count = 0
+    for p in params:
+        if p.kind is SlotKind.SCALAR:
+            code = SCALAR_FORMATS[p.scalar.name]
+            fmt += code + f"{SLOT_BYTES - struct.calcsize(code)}x"
+        elif p.kind is SlotKind.ARRAY:
+            fmt += "QI4x"
+        else:
+            fmt += "Q" + "I4x" * (1 + 2 * p.rank)
+        count += p.words
+    if coarsening > 1:
+        fmt += "I4x"
+        count += 1
+    return fmt, max(1, count)
 
 
 class Launcher:
@@ -262,37 +374,45 @@ class Launcher:
         ``coarsening`` is the cubes per block of the kernel's no-alias form; when it is above 1,
         ``function`` is the artifact of ``variant`` (``None`` or
         :data:`~cubejit.backends.cuda.coarsening.NO_ALIAS`) and ``load(other_variant)`` gives
-        the other's function the first time a launch needs it."""
+        the other's function the first time a launch needs it. For a kernel with tensors,
+        ``variant`` is ``(None, mask)`` and ``load((None, other_mask))`` gives the artifact of
+        another contiguity."""
         self._client = client
         self._params = params
         self._kernel = kernel
         self._load = load
-        fmt = "<"
-        for p in params:
-            if p.is_array:
-                fmt += "QI4x"
-            else:
-                fmt += _FORMATS[p.scalar.name] + f"{SLOT_BYTES - p.scalar.itemsize}x"
-        count = max(1, sum(2 if p.is_array else 1 for p in params))
-        if coarsening > 1:
-            if load is None:
-                raise ValueError("a kernel with a coarsened form needs a loader of its variants")
-            fmt += "I4x"
-            count += 1
+        self.checker = ArgumentChecker(kernel, params)
+        """The shared argument checker: every refusal of a launch is its."""
+        has_tensors = any(p.is_tensor for p in params)
+        if (coarsening > 1 or has_tensors) and load is None:
+            raise ValueError("a kernel of several artifacts needs a loader of its variants")
+        fmt, count = _pack_format(params, coarsening)
         self._values = ctypes.create_string_buffer(SLOT_BYTES * count)
         base = ctypes.addressof(self._values)
         self._pointers = (ctypes.c_void_p * count)(*(base + SLOT_BYTES * i for i in range(count)))
-        namespace = self._namespace(function, stream, launch_kernel, struct.Struct(fmt))
-        if coarsening > 1:
+        namespace = self._namespace(function, stream, launch_kernel, struct.Struct(fmt), cube_dim)
+        if coarsening > 1 and not has_tensors:
             fast = variant is NO_ALIAS
             namespace.update(
+                COARSENING=coarsening,
                 fast=function if fast else None,
                 plain=None if fast else function,
                 load_fast=lambda: self._load_variant(namespace, "fast", NO_ALIAS),
                 load_plain=lambda: self._load_variant(namespace, "plain", None),
             )
-        max_x = client.limits.max_cube_count[0]
-        exec(_launch_code(_launch_source(params, cube_dim, max_x, coarsening)), namespace)
+        if has_tensors:
+            functions: dict[Any, Any] = {}
+            if isinstance(variant, tuple):
+                functions[variant] = function
+                if coarsening == 1:
+                    functions[(None, variant[1])] = function
+            namespace.update(
+                COARSENING=coarsening,
+                NO_ALIAS=NO_ALIAS,
+                functions=functions,
+                load_variant=self._variant_loader(functions),
+            )
+        exec(launch_code(layout_key(params, coarsening)), namespace)
         self.launch: Callable[[Any, tuple[Any, ...]], None] = namespace["launch"]
         """Launches the kernel on ``cube_count`` cubes with ``args``."""
 
@@ -305,14 +425,17 @@ class Launcher:
         stream: Any,
         launch_kernel: Callable[..., tuple[Any, ...]],
         packer: struct.Struct,
+        cube_dim: tuple[int, int, int],
     ) -> dict[str, Any]:
         lock = threading.Lock()
+        bx, by, bz = cube_dim
         names: dict[str, Any] = {
             "Buffer": CudaBuffer,
             "client": self._client,
             "array_arg": self._array,
+            "tensor_arg": self._tensor,
             "bf16_arg": self._bf16,
-            "count_error": self._count_error,
+            "count_error": self.checker.count_error,
             "scalar_error": self._scalar_error,
             "launch_error": self._launch_error,
             "grid": self._grid,
@@ -325,12 +448,17 @@ class Launcher:
             "function": function,
             "stream": stream,
             "pointers": ctypes.addressof(self._pointers),
+            "BX": bx,
+            "BY": by,
+            "BZ": bz,
+            "MAX_X": self._client.limits.max_cube_count[0],
         }
         names.update({f"s{j}": p.scalar for j, p in enumerate(self._params)})
+        names.update({f"z{j}": p.scalar.itemsize for j, p in enumerate(self._params)})
         names.update(unseen=_UNSEEN, ref=weakref.ref, m_count=_UNSEEN, m_function=None)
         names.update(m_blocks=0, m_gy=0, m_gz=0)
         for j, p in enumerate(self._params):
-            names[f"w{j}" if p.is_array else f"m{j}"] = _unseen if p.is_array else _UNSEEN
+            names[f"w{j}" if p.is_buffer else f"m{j}"] = _unseen if p.is_buffer else _UNSEEN
         return names
 
     def _load_variant(self, namespace: dict[str, Any], name: str, variant: Any) -> Any:
@@ -338,35 +466,59 @@ class Launcher:
         function = namespace[name] = self._load(variant)
         return function
 
-    def _array(self, index: int, arg: Any) -> tuple[int, int]:
-        param = self._params[index]
-        where = f"argument {param.name} of kernel {self._kernel} ({param.describe()})"
+    def _variant_loader(self, functions: dict[Any, Any]) -> Callable[[Any], Any]:
+        def load_variant(variant: Any) -> Any:
+            assert self._load is not None
+            function = functions[variant] = self._load(variant)
+            return function
+
+        return load_variant
+
+    def _foreign(self, index: int, arg: Any) -> DeviceArray:
+        """Another library's array as the checker sees it, or the LaunchError saying why it
+        cannot be one."""
+        checker = self.checker
         if isinstance(arg, CudaBuffer):
-            if arg.client is not self._client:
-                raise LaunchError(
-                    f"{where} is a buffer of another client: copy it to this "
-                    f"one with client.to_device(other.read(buffer))"
-                )
-            if arg.scalar != param.scalar:
-                raise LaunchError(f"{where} is a buffer of {arg.scalar.name}")
-            return arg.ptr, arg.n
+            raise checker.other_client(index)
         if isinstance(arg, np.ndarray):
-            raise LaunchError(
-                f"{where} is a numpy array, in host memory: copy it to the "
-                f"device with client.to_device(array)"
-            )
+            raise checker.host_memory(index)
         try:
-            foreign = foreign_array(arg)
-        except (ValueError, KeyError, TypeError) as e:
-            raise LaunchError(f"{where} has an unusable __cuda_array_interface__: {e}") from None
+            foreign = device_array(arg, self._client.stream_handle)
+        except UnusableArray as e:
+            raise checker.refuse(index, f"cannot be read: {e}") from None
+        except LookupError as e:
+            raise checker.device_memory(index, str(e)) from None
         if foreign is None:
-            raise LaunchError(f"{where} is a {type(arg).__name__}, not a device buffer")
-        if not foreign.matches(param.scalar):
-            raise LaunchError(f"{where} holds {foreign.dtype} elements")
-        if foreign.n > U32_MAX:
-            raise LaunchError(f"{where} has {foreign.n} elements; at most {U32_MAX} fit a u32")
-        self._client.adopt(foreign, where)
-        return foreign.ptr, foreign.n
+            raise checker.not_a_buffer(index, arg)
+        return foreign
+
+    def _own(self, index: int, arg: Any) -> bool:
+        """Whether ``arg`` is this client's buffer (checked as any other array if so)."""
+        return isinstance(arg, CudaBuffer) and arg.client is self._client
+
+    def _array(self, index: int, arg: Any) -> tuple[int, int]:
+        if self._own(index, arg):
+            return self.checker.array(index, arg.view())
+        foreign = self._foreign(index, arg)
+        found = self.checker.array(index, foreign.view)
+        if found[1]:
+            self._client.adopt(foreign, self.checker.where(index))
+        return found
+
+    def _tensor(self, index: int, arg: Any) -> tuple[int, int, tuple[int, ...], bool]:
+        """A tensor's address, the elements its span covers (for the overlap check), its
+        rank, shape and strides, and whether it is contiguous innermost."""
+        if self._own(index, arg):
+            values: TensorValues = self.checker.tensor(index, arg.view())
+        else:
+            foreign = self._foreign(index, arg)
+            values = self.checker.tensor(index, foreign.view)
+            if values.shape and all(values.shape):
+                self._client.adopt(foreign, self.checker.where(index))
+        span = 0
+        if all(values.shape):
+            span = 1 + sum((e - 1) * s for e, s in zip(values.shape, values.strides, strict=True))
+        return values.address, span, values.words(), values.contiguous
 
     @staticmethod
     def _bf16(arg: Any) -> Any:
@@ -380,25 +532,8 @@ class Launcher:
         self._client.limits.check_cube_count(dims, self._kernel)
         return dims
 
-    def _count_error(self, args: tuple[Any, ...]) -> LaunchError:
-        names = ", ".join(p.name for p in self._params)
-        return LaunchError(
-            f"kernel {self._kernel} takes {len(self._params)} arguments ({names}), got {len(args)}"
-        )
-
     def _scalar_error(self, args: tuple[Any, ...]) -> LaunchError:
-        for param, arg in zip(self._params, args, strict=True):
-            if param.is_array:
-                continue
-            value = self._bf16(arg) if param.scalar.name == "bf16" else arg
-            try:
-                struct.pack("<" + _FORMATS[param.scalar.name], value)
-            except struct.error:
-                return LaunchError(
-                    f"argument {param.name} of kernel {self._kernel} must be a "
-                    f"{param.scalar.name}, got {type(arg).__name__} {arg!r}"
-                )
-        return LaunchError(f"kernel {self._kernel}: arguments do not fit its signature")
+        return self.checker.scalar_error(args)
 
     def _launch_error(self, status: int) -> LaunchError:
         return LaunchError(f"CUDA refused to launch kernel {self._kernel} ({error_text(status)})")

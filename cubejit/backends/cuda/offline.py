@@ -21,6 +21,8 @@ from cubejit.compile.id import ArtifactId
 from cubejit.compile.loader import KernelLoader
 from cubejit.environment.artifacts import ArtifactStore
 from cubejit.errors import CompilationError
+from cubejit.ir.types import TensorType
+from cubejit.runtime.layout import all_contiguous
 
 
 class OfflineTarget(CudaTarget):
@@ -56,8 +58,12 @@ class OfflineBuild:
         """The loader of the build's kernels."""
 
     def prepare(self, spec: Any) -> None:
-        """Queues ``spec`` in the form a GPU's first launch asks for."""
-        self.loader.enqueue(spec, NO_ALIAS)
+        """Queues ``spec`` in the form a GPU client's ``prepare`` queues: the no-alias one (with
+        every tensor contiguous innermost, for a kernel with tensors)."""
+        if any(isinstance(p.type, TensorType) for p in spec.params):
+            self.loader.enqueue(spec, (NO_ALIAS, all_contiguous(spec.params)))
+        else:
+            self.loader.enqueue(spec, NO_ALIAS)
 
     def compile_queued(self) -> None:
         self.loader.compile_queued()

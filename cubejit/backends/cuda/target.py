@@ -88,8 +88,9 @@ class CudaKernelHandle:
     :attr:`~cubejit.backends.cuda.artifact.CudaArtifact.coarsening`)."""
 
 
-Variant = bool | None
-"""A CUDA artifact's variant: :data:`~cubejit.backends.cuda.coarsening.NO_ALIAS` or ``None``."""
+Variant = bool | None | tuple[bool | None, int]
+"""A CUDA artifact's variant: :data:`~cubejit.backends.cuda.coarsening.NO_ALIAS` or ``None``,
+paired with the tensors' contiguity mask for a kernel with tensors."""
 
 
 class CudaTarget(CompilationTarget[Variant, CudaArtifact, CudaKernelHandle]):

@@ -55,7 +55,7 @@ def test_an_array_of_another_element_type_is_refused(ready: CpuClient) -> None:
     bad_launch(
         ready,
         (1, X.astype(np.float64), OUT),
-        "argument 'x' must be an array of float32.*numpy array of float64",
+        r"argument 'x' \(Array\[f32\]\) holds float64 elements",
     )
 
 
@@ -65,17 +65,17 @@ def test_a_buffer_of_another_client_is_refused(ready: CpuClient) -> None:
 
 
 def test_a_non_contiguous_numpy_array_is_refused(ready: CpuClient) -> None:
-    bad_launch(ready, (1, np.ones(32, np.float32)[::2], OUT), "not C-contiguous")
+    bad_launch(ready, (1, np.ones(32, np.float32)[::2], OUT), "is not contiguous")
 
 
 def test_a_scalar_that_does_not_fit_its_type_is_refused(ready: CpuClient) -> None:
-    bad_launch(ready, (-1, X, OUT), "argument 'k' must be convertible to u32, got int -1")
-    bad_launch(ready, (2.5, X, OUT), "argument 'k' must be convertible to u32")
+    bad_launch(ready, (-1, X, OUT), r"argument 'k' \(u32\) cannot hold int -1")
+    bad_launch(ready, (2.5, X, OUT), r"argument 'k' \(u32\) cannot hold float 2.5")
 
 
 def test_a_scalar_where_an_array_belongs_is_refused(ready: CpuClient) -> None:
     bad_launch(
-        ready, (1, 3.0, OUT), r"argument 'x' must be an array of float32 \(.*\), got float 3.0"
+        ready, (1, 3.0, OUT), r"argument 'x' \(Array\[f32\]\) must be an array, got float 3.0"
     )
 
 
@@ -87,4 +87,6 @@ def test_a_malformed_or_oversized_cube_count_is_refused(ready: CpuClient) -> Non
 
 def test_an_array_misaligned_for_its_elements_is_refused(ready: CpuClient) -> None:
     raw = np.zeros(16 * 4 + 1, np.uint8)[1:].view(np.float32)
-    bad_launch(ready, (1, raw, OUT), "argument 'x' is not aligned to its element size")
+    bad_launch(
+        ready, (1, raw, OUT), r"argument 'x' \(Array\[f32\]\) is not aligned to its element size"
+    )

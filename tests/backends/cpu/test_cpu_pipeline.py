@@ -26,6 +26,7 @@ from cubejit.compile.id import ArtifactId
 from cubejit.errors import CompilationError, ValidationError
 from cubejit.ir import nodes as n
 from cubejit.ir.types import f32, i32
+from cubejit.runtime.layout import ParamSlot, SlotKind
 
 AT = pos("ABSOLUTE_POS")
 
@@ -166,13 +167,17 @@ def test_loading_leaves_no_file_behind_and_artifacts_round_trip_as_bytes_and_jso
     before = set(folder.glob(f"cubejit-{os.getpid()}-*"))
     loaded = CpuTarget().load(aid, again)
     assert set(folder.glob(f"cubejit-{os.getpid()}-*")) == before
-    assert loaded.layout == (("x", "array", "f32"), ("out", "array", "f32"))
+    assert loaded.layout == (
+        ParamSlot("x", f32, SlotKind.ARRAY),
+        ParamSlot("out", f32, SlotKind.ARRAY, written=True),
+    )
+    assert loaded.written == (1,)
 
 
 def test_the_target_serves_an_artifact_by_id_and_by_source() -> None:
     target = CpuTarget()
     aid = ArtifactId(HandSpec(scale_ir("kept", 1.0), (1, 1, 1)).id(), 64)
-    artifact = CpuArtifact(b"\x7fELF...", "cubejit_launch", (("x", "array", "f32"),))
+    artifact = CpuArtifact(b"\x7fELF...", "cubejit_launch", (ParamSlot("x", f32, SlotKind.ARRAY),))
     assert target.stored(aid) is None
     assert target.store(aid, artifact, "int x;")
     assert target.stored(aid) == artifact

@@ -181,7 +181,7 @@ def test_control_flow_keeps_python_semantics(cpu: CpuClient) -> None:
     np.testing.assert_array_equal(out, want)
 
 
-POSITIONS = [p.value for p in n.Position]
+POSITIONS = [p.name for p in n.Position]
 
 
 @pytest.mark.parametrize(

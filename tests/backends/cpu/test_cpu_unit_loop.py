@@ -279,3 +279,23 @@ def test_the_row_loop_of_a_guarded_kernel_of_ten_arrays_vectorises_its_libm_call
     assert "loop vectorized" in report.stderr
     symbols = subprocess.run(["nm", "-D", "k.so"], cwd=tmp_path, capture_output=True, text=True)
     assert "_ZGV" in symbols.stdout and "tanhf" in symbols.stdout
+
+
+def test_a_statement_before_the_guard_that_only_assigns_the_units_own_names_is_hoisted_over() -> (
+    None
+):
+    choose = n.If(
+        b("GT", n.Var("a", f32), n.Const(0.0, f32)),
+        (n.Assign("j", n.Const(1, u32)),),
+        (n.Assign("j", n.Const(2, u32)),),
+    )
+    ir = _saxpy_body(n.Assign("i", pos("ABSOLUTE_POS")), choose, guarded(_I, "out", _STORE))
+    plan = plan_unit_loop(ir)
+    assert plan.bound == n.Length("out")
+    assert plan.body == (*ir.body[:2], _STORE)
+
+
+def test_a_statement_before_the_guard_that_may_leave_keeps_the_guard_in_each_unit() -> None:
+    leave = n.If(b("GT", n.Var("a", f32), n.Const(0.0, f32)), (n.Return(),))
+    ir = _saxpy_body(n.Assign("i", pos("ABSOLUTE_POS")), leave, guarded(_I, "out", _STORE))
+    assert plan_unit_loop(ir).bound is None

@@ -11,13 +11,15 @@ from coarsened_kernels import clashing_names, double_then_copy, rows, saxpy, sca
 from cuda_kernels import IRSpec, all_cases, positions_kernel
 
 from cubejit.backends.cuda.artifact import ELF_MAGIC, ENTRY_POINT, CudaArtifact
-from cubejit.backends.cuda.coarsening import FACTOR, NO_ALIAS, coarsen
+from cubejit.backends.cuda.coarsening import FACTOR, NO_ALIAS, _coarsenable, coarsen
 from cubejit.backends.cuda.compiler import CudaCompiler
 from cubejit.backends.cuda.dialect import cuda_source
 from cubejit.backends.cuda.nvrtc import half_include_dir
 from cubejit.backends.cuda.target import packed, unpacked
 from cubejit.compile.id import ArtifactId
 from cubejit.errors import UnsupportedError
+from cubejit.ir.traits import Access, Exit, Group, Traits
+from cubejit.ir.values import MemorySpace
 
 
 def no_alias_source(spec: Any) -> str:
@@ -181,3 +183,15 @@ class _Recording:
 
     def source(self, text: str) -> None:
         pass
+
+
+def test_work_that_touches_more_than_global_memory_waits_or_leaves_is_not_coarsened() -> None:
+    in_global = Traits(writes=frozenset((Access("out", MemorySpace.GLOBAL),)))
+    assert _coarsenable(in_global)
+    for refused in (
+        Traits(reads=frozenset((Access("tile", MemorySpace.SHARED),))),
+        Traits(synchronises=Group.CUBE, converged=Group.CUBE),
+        Traits(converged=Group.PLANE),
+        Traits(exits=frozenset((Exit.RETURN,))),
+    ):
+        assert not _coarsenable(in_global.join(refused)), refused

@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from cubejit.backends.cuda.artifact import ParamSlot
 from cubejit.backends.cuda.buffer import CudaBuffer
 from cubejit.backends.cuda.coarsening import NO_ALIAS
 from cubejit.backends.cuda.driver import ARCHITECTURAL_LIMITS
@@ -21,12 +20,16 @@ from cubejit.backends.cuda.launch import Launcher, arrays_apart, bf16_bits
 from cubejit.errors import LaunchError
 from cubejit.ir import nodes as ir
 from cubejit.ir.types import ArrayType, bf16, bool_, f16, f32, f64, i32, i64, u32
+from cubejit.runtime.layout import ParamSlot, SlotKind
+
+SCALAR, ARRAY = SlotKind.SCALAR, SlotKind.ARRAY
 
 
 class FakeClient:
     """What a launcher asks of its client."""
 
     limits = ARCHITECTURAL_LIMITS
+    stream_handle = 0x5150
 
     def __init__(self) -> None:
         self.adopted: list[Any] = []
@@ -52,15 +55,15 @@ class RecordingDriver:
 
 def make(params: tuple[ParamSlot, ...], cube_dim=(128, 1, 1)) -> tuple[Launcher, Any, Any]:
     client = FakeClient()
-    count = sum(2 if p.is_array else 1 for p in params)
+    count = sum(p.words for p in params)
     driver = RecordingDriver(count)
     return Launcher(client, 0xF00, params, cube_dim, "k", driver, 0x5150), client, driver
 
 
 SAXPY = (
-    ParamSlot("a", f32, False),
-    ParamSlot("x", f32, True),
-    ParamSlot("out", f32, True),
+    ParamSlot("a", f32, SCALAR),
+    ParamSlot("x", f32, ARRAY),
+    ParamSlot("out", f32, ARRAY),
 )
 
 
@@ -86,7 +89,9 @@ def test_a_launch_passes_scalars_by_value_and_arrays_as_pointer_and_length() -> 
 
 
 def test_every_scalar_type_is_packed_in_its_own_width() -> None:
-    params = tuple(ParamSlot(t.name, t, False) for t in (bool_, i32, i64, u32, f16, bf16, f32, f64))
+    params = tuple(
+        ParamSlot(t.name, t, SCALAR) for t in (bool_, i32, i64, u32, f16, bf16, f32, f64)
+    )
     launcher, _, driver = make(params)
     launcher(1, (True, -5, -(2**40), 2**32 - 1, 1.5, 1.5, 0.1, 0.1))
     raw = driver.params[0]
@@ -116,9 +121,9 @@ BUFFER = object()
     ("args", "message"),
     [
         ((1.0,), "takes 3 arguments \\(a, x, out\\), got 1"),
-        (("two", BUFFER, BUFFER), "argument a of kernel k must be a f32, got str"),
+        (("two", BUFFER, BUFFER), "kernel k: argument 'a' \\(f32\\) cannot hold str 'two'"),
         ((1.0, np.zeros(4, np.float32), BUFFER), "numpy array, in host memory"),
-        ((1.0, "x", BUFFER), "argument x of kernel k \\(Array\\[f32\\]\\) is a str"),
+        ((1.0, "x", BUFFER), "argument 'x' \\(Array\\[f32\\]\\) must be an array, got str"),
     ],
 )
 def test_arguments_that_do_not_fit_raise_before_the_launch(
@@ -136,7 +141,7 @@ def test_a_buffer_of_another_element_type_or_client_is_refused() -> None:
     launcher, client, driver = make(SAXPY)
     out = CudaBuffer(client, 0x2000, 4, f32, None)
     ints = CudaBuffer(client, 0x3000, 4, i32, None)
-    with pytest.raises(LaunchError, match="is a buffer of i32"):
+    with pytest.raises(LaunchError, match="holds int32 elements"):
         launcher(1, (1.0, ints, out))
     other = CudaBuffer(FakeClient(), 0x3000, 4, f32, None)
     with pytest.raises(LaunchError, match="buffer of another client"):
@@ -195,10 +200,10 @@ def test_an_unfit_device_array_of_another_library_is_refused(foreign: Any, messa
 
 
 WRITES_OUT = (
-    ParamSlot("a", f32, False),
-    ParamSlot("x", f32, True),
-    ParamSlot("y", f32, True),
-    ParamSlot("out", f32, True, written=True),
+    ParamSlot("a", f32, SCALAR),
+    ParamSlot("x", f32, ARRAY),
+    ParamSlot("y", f32, ARRAY),
+    ParamSlot("out", f32, ARRAY, written=True),
 )
 FUNCTIONS = {None: 0xB00, NO_ALIAS: 0xC00}
 """The plain and the coarsened artifact's functions, as a coarsened launcher is given them."""

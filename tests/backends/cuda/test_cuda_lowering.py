@@ -92,7 +92,8 @@ def test_control_flow_is_structured_cuda() -> None:
     text = SOURCES["control_flow"]
     for line in (
         "for (int cj_i0 = cj_mod_i32(p_x[v_i], 7); (cj_i0 < cj_stop0); cj_i0 += 3) {",
-        "const int cj_step1 = (-(1 + cj_mod_i32(p_x[v_i], 3)));",
+        "const int cj_step1 = ((int)((unsigned int)0 - (unsigned int)((int)((unsigned int)1 + "
+        "(unsigned int)cj_mod_i32(p_x[v_i], 3)))));",
         "while (true) {",
         "continue;",
         "break;",
@@ -107,7 +108,8 @@ def test_half_types_include_the_cuda_headers_and_go_through_float() -> None:
     assert f16_text.startswith("#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n")
     assert "__half* p_x" in f16_text and "__nv_bfloat16* p_x" in bf16_text
     assert "((__half)(p_x[v_i] + p_y[v_i]))" in f16_text
-    assert "((__half)(((float)(((int)(((float)(p_x[v_i]))))))))" in f16_text
+    assert "((__half)(((float)(cj_to_i32_f16(p_x[v_i])))))" in f16_text
+    assert "float v = (float)x;" in f16_text
     assert "#include" not in SOURCES["floats_f32"]
 
 

@@ -43,9 +43,9 @@ def artifact_problem(
             artifact = CpuArtifact.from_parts(decoded.payload, metadata)
             payload = artifact.library
         else:
-            from cubejit.backends.cuda.artifact import CudaArtifact
+            from cubejit.backends.cuda.target import unpacked
 
-            payload = CudaArtifact.from_stored(decoded.payload, metadata).cubin
+            payload = unpacked(decoded.payload, metadata).cubin
     except (ValueError, KeyError, TypeError) as e:
         return f"its {backend} artifact cannot be read: {e}"
     if not payload.startswith(ELF_MAGIC):

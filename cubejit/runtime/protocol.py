@@ -34,8 +34,11 @@ class Client(Protocol):
 
     backend: str
     """``"cpu"`` or ``"cuda"``."""
-    limits: DeviceLimits
-    """The largest cube and launch the device runs."""
+
+    @property
+    def limits(self) -> DeviceLimits:
+        """The largest cube and launch the device runs."""
+        ...
 
     @property
     def compiler(self) -> CountsCompilations:

@@ -534,7 +534,7 @@ def expected_positions(
                                 "CUBE_COUNT_Y": cy,
                                 "CUBE_COUNT_Z": cz,
                             }
-                            out[values["ABSOLUTE_POS"]] = [values[p.value] for p in POSITIONS]
+                            out[values["ABSOLUTE_POS"]] = [values[p.name] for p in POSITIONS]
     return out.reshape(-1)
 
 

@@ -1,5 +1,5 @@
 """Kernel objects: launch, specialize and prepare through a client, comptime checks, the
-specialisation cache and the cost of a launch through it."""
+specialisation cache and what a launch through it runs."""
 
 from __future__ import annotations
 

@@ -27,7 +27,18 @@ from cubejit.backends.cstyle_ops import ARITH, COMPARE, FLOAT_MATH, WRAPPING
 from cubejit.errors import UnsupportedError
 from cubejit.ir import nodes as ir
 from cubejit.ir.traversal import walk_exprs
-from cubejit.ir.types import ArrayType, Kind, Scalar, f32, f64, i64, round_float, u32, u64
+from cubejit.ir.types import (
+    ArrayType,
+    Kind,
+    Scalar,
+    TensorType,
+    f32,
+    f64,
+    i64,
+    round_float,
+    u32,
+    u64,
+)
 from cubejit.ir.types import bool_ as bool_t
 
 INDENT = "    "
@@ -389,7 +400,7 @@ class Walker:
             if b.name == array:
                 return b.elem
         for p in self.kernel.params:
-            if p.name == array and isinstance(p.type, ArrayType):
+            if p.name == array and isinstance(p.type, ArrayType | TensorType):
                 return p.type.elem
         raise KeyError(array)
 

@@ -59,6 +59,8 @@ class Settings:
     """The C compiler of the CPU backend (``CC``)."""
     march_native: bool = True
     """Whether CPU code is built for this host's CPU (``CUBEJIT_MARCH_NATIVE``)."""
+    tune_budget: float = 2.0
+    """Seconds of timed runs a tuner spends on one tuning key (``CUBEJIT_TUNE_BUDGET``)."""
     source: Path | None = None
     """The configuration file these settings were read from, if any."""
 
@@ -77,6 +79,7 @@ _FIELDS: dict[str, tuple[str, type]] = {
     "store_timeout": ("CUBEJIT_STORE_TIMEOUT", float),
     "cc": ("CC", str),
     "march_native": ("CUBEJIT_MARCH_NATIVE", bool),
+    "tune_budget": ("CUBEJIT_TUNE_BUDGET", float),
 }
 
 _TRUE = {"1", "true", "yes", "on"}

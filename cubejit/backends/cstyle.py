@@ -487,7 +487,7 @@ class Walker:
             if b.name == array:
                 return b.elem
         for p in self.kernel.params:
-            if p.name == array and isinstance(p.type, ArrayType):
+            if p.name == array and isinstance(p.type, ArrayType | TensorType):
                 return p.type.elem
         raise KeyError(array)
 

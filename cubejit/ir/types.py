@@ -95,15 +95,21 @@ class TensorType:
     rank: int | None = None
     """The number of dimensions, at least 1; ``None`` in a signature whose rank each launch's
     argument decides (a kernel's IR always has a rank)."""
+    atomic: bool = False
+    """Whether the elements are ``cj.Atomic[elem]``; at launch such a tensor takes a buffer of
+    ``elem``."""
     line: int | None = None
     """As :attr:`ArrayType.line`: the lanes of each line of its innermost dimension."""
 
     def __str__(self) -> str:
         rank = "" if self.rank is None else f", {self.rank}"
-        return f"Tensor[{line_spelling(self.elem, self.line)}{rank}]"
+        elem = f"Atomic[{self.elem.name}]" if self.atomic else line_spelling(self.elem, self.line)
+        return f"Tensor[{elem}{rank}]"
 
     def __repr__(self) -> str:
         rank = "" if self.rank is None else f", {self.rank}"
+        if self.atomic:
+            return f"cj.Tensor[cj.Atomic[cj.{self.elem.name}]{rank}]"
         return f"cj.Tensor[cj.{line_spelling(self.elem, self.line)}{rank}]"
 
 

@@ -102,6 +102,7 @@ def declared(kernel: KernelIR) -> Mapping[str, Value]:
                 Item(t.elem, t.line or 1),
                 MemorySpace.GLOBAL,
                 t.rank or 1,
+                t.atomic,
             )
         else:
             assert_never(t)

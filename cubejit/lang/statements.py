@@ -199,6 +199,14 @@ class StatementRules(JumpRules, CallRules):
                         f"is not one"
                     ),
                 )
+            if array.type.atomic:
+                raise self.error(
+                    target,
+                    Problem(
+                        f"`{ast.unparse(target.value)}` holds atomics; write an element with "
+                        f"`{ast.unparse(target)}.store(v)`"
+                    ),
+                )
             if array.type.line is not None:
                 line = self.expr(
                     ast.copy_location(ast.Subscript(target.value, target.slice, ast.Load()), target)

@@ -7,6 +7,8 @@ artifact in a persistent store and never compiles the same text twice. See LANGU
 
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from cubejit.compile.id import ArtifactId, KernelId
@@ -23,6 +25,7 @@ from cubejit.errors import (
 )
 from cubejit.lang import Kernel, KernelSpec
 from cubejit.runtime import client
+from cubejit.runtime.lines import lined
 from cubejit.tune import Tunable, Tuner, anchor
 
 if TYPE_CHECKING:
@@ -53,6 +56,7 @@ if TYPE_CHECKING:
         Array,
         Atomic,
         Comptime,
+        Line,
         LocalArray,
         SharedMemory,
         Tensor,
@@ -88,6 +92,7 @@ if TYPE_CHECKING:
         isinf,
         isnan,
         kernel,
+        line,
         log,
         log2,
         max,
@@ -132,6 +137,7 @@ else:
         Array,
         Atomic,
         Comptime,
+        Line,
         LocalArray,
         SharedMemory,
         Tensor,
@@ -158,6 +164,7 @@ else:
         isinf,
         isnan,
         kernel,
+        line,
         log,
         log2,
         max,
@@ -219,6 +226,17 @@ else:
 
 __version__ = "0.1.0"
 
+_LAZY = ("environment",)
+"""Subpackages reached as attributes (``cj.environment``) but imported only when first used:
+importing cubejit loads no backend, no store (SQLite), no ``rich`` and no CUDA bindings."""
+
+
+def __getattr__(name: str) -> ModuleType:
+    if name in _LAZY:
+        return importlib.import_module(f"cubejit.{name}")
+    raise AttributeError(f"module 'cubejit' has no attribute {name!r}")
+
+
 __all__ = [
     "ABSOLUTE_POS",
     "ABSOLUTE_POS_X",
@@ -254,6 +272,7 @@ __all__ = [
     "KernelId",
     "KernelSpec",
     "LaunchError",
+    "Line",
     "LocalArray",
     "SharedMemory",
     "StoreError",
@@ -280,6 +299,7 @@ __all__ = [
     "client",
     "cos",
     "cosh",
+    "environment",
     "erf",
     "exp",
     "exp2",
@@ -297,6 +317,8 @@ __all__ = [
     "isinf",
     "isnan",
     "kernel",
+    "line",
+    "lined",
     "log",
     "log2",
     "max",

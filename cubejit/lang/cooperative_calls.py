@@ -36,9 +36,9 @@ from cubejit.ir.nodes import (
     SyncPlane,
     Var,
 )
-from cubejit.ir.types import ArrayType, bool_, u32
+from cubejit.ir.types import ArrayType, LineType, TensorType, bool_, u32
 from cubejit.lang.cooperation import AtomicType, BufferMaker, Collective, sync_cube
-from cubejit.lang.expressions import ExpressionRules
+from cubejit.lang.expressions import ExpressionRules, tensor_index_nodes
 from cubejit.lang.signature import resolve
 from cubejit.lang.source import Problem, Spelling
 from cubejit.lang.values import ArrayRef, Literal, PyObject, Scalarish, Value, coerce, typed
@@ -106,7 +106,7 @@ class CooperationRules(ExpressionRules):
         ):
             base = self.expr(func.value.value)
             if isinstance(base, ArrayRef) and base.type.atomic:
-                return self.atomic_call(base, func.value.slice, func.attr, node)
+                return self.atomic_call(base, func.value, func.attr, node)
             return None
         if isinstance(func, ast.Subscript):
             maker = resolve(self.frame.source, func)
@@ -126,16 +126,20 @@ class CooperationRules(ExpressionRules):
             )
         if size < 1:
             raise Problem(f"`{text}` has {size} elements; a buffer needs at least one")
+        shared = maker.kind is BufferKind.SHARED
+        name = self.fresh(self.frame.prefix + ("shared" if shared else "local"))
+        if isinstance(maker.elem, LineType):
+            width = maker.elem.width
+            self.allocations.append(Buffer(name, maker.kind, maker.elem.elem, size * width, False))
+            return ArrayRef(name, ArrayType(maker.elem.elem, line=width), size)
         elem, atomic = (
             (maker.elem.elem, True) if isinstance(maker.elem, AtomicType) else (maker.elem, False)
         )
-        shared = maker.kind is BufferKind.SHARED
-        name = self.fresh(self.frame.prefix + ("shared" if shared else "local"))
         self.allocations.append(Buffer(name, maker.kind, elem, size, atomic))
         return ArrayRef(name, ArrayType(elem, atomic), size)
 
     def atomic_call(
-        self, ref: ArrayRef, index_node: ast.expr, method: str, node: ast.Call
+        self, ref: ArrayRef, element: ast.Subscript, method: str, node: ast.Call
     ) -> Value:
         text = Spelling(node)
         elem = ref.type.elem
@@ -147,8 +151,15 @@ class CooperationRules(ExpressionRules):
             raise Problem(f"`.{method}` takes integers; this atomic holds {elem}, in `{text}`")
         if node.keywords or len(node.args) != op.operands:
             raise Problem(f"`.{method}` takes {op.operands} positional value(s), in `{text}`")
-        index, *values = self.operands([index_node, *node.args])
-        index = self.check_index(index, index_node)
+        index: Expr
+        if isinstance(ref.type, TensorType):
+            nodes = tensor_index_nodes(ref, element)
+            evaluated = self.operands([*nodes, *node.args])
+            values = evaluated[len(nodes) :]
+            index = self.tensor_index(ref, nodes, evaluated[: len(nodes)])
+        else:
+            first, *values = self.operands([element.slice, *node.args])
+            index = self.check_index(first, element.slice)
         args = tuple(coerce(v, elem, f"the value of `.{method}`") for v in values)
         result = None if op is AtomicOp.STORE else self.declare("old", elem)
         self.emit(Atomic(op, ref.name, index, args, result))

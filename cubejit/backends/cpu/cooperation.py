@@ -132,7 +132,7 @@ _PLAIN_CAS = """\
     return old;
 }}"""
 
-_PLAIN_COMBINE = {
+_PLAIN_COMBINE: dict[ir.AtomicOp, str] = {
     ir.AtomicOp.ADD: "({U})old + ({U})v",
     ir.AtomicOp.SUB: "({U})old - ({U})v",
     ir.AtomicOp.AND: "old & v",

@@ -1,3 +1,5 @@
+# Kernels here compute on element types chosen when each is made, which mypy cannot follow.
+# mypy: disable-error-code="valid-type, operator, type-arg"
 """What the standard kernels share inside a cube: combining two values, and reducing or scanning
 one value per unit over the whole cube.
 
@@ -11,10 +13,11 @@ over the cube's units. Every unit gets the result. The operation is a comptime i
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from typing import Any
 
 import cubejit as cj
 from cubejit.ir.types import Scalar
-from cubejit.lang import Function
 
 SUM = 0
 MAX = 1
@@ -43,7 +46,7 @@ def plane_reduce(v, OP):  # type: ignore[no-untyped-def]
 
 
 @functools.cache
-def cube_reduce(A: Scalar) -> Function:
+def cube_reduce(A: Scalar) -> Callable[..., Any]:
     """The cube-wide reduction of one ``A`` per unit (a function of ``v`` and ``OP``)."""
 
     @cj.function
@@ -63,7 +66,7 @@ def cube_reduce(A: Scalar) -> Function:
 
 
 @functools.cache
-def cube_exclusive_sum(A: Scalar) -> Function:
+def cube_exclusive_sum(A: Scalar) -> Callable[..., Any]:
     """The cube-wide exclusive prefix sum of one ``A`` per unit, in unit order (a function of
     ``v``); the cube's size is a multiple of the plane's."""
 

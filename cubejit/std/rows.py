@@ -1,3 +1,5 @@
+# Kernels here compute on element types chosen when each is made, which mypy cannot follow.
+# mypy: disable-error-code="valid-type, operator, type-arg"
 """``softmax`` and ``layer_norm`` over the rows of an array.
 
 One cube takes each row. A row that fits the cube's units a few elements each is read once:

@@ -1,3 +1,5 @@
+# Kernels here compute on element types chosen when each is made, which mypy cannot follow.
+# mypy: disable-error-code="valid-type, operator, type-arg"
 """``cumsum`` and ``exclusive_cumsum``: running sums along an axis or over all elements.
 
 The scan-then-propagate form: the row is cut into blocks; one launch sums each block, the block
@@ -161,6 +163,8 @@ def _cumsum(what: str, x: Any, axis: int | None, out: Any, client: Any, exclusiv
     if axis is None:
         result, dst = output(out, src.client, (src.size,), scalar, what)
         folded = try_fold(src.shape, [src.strides])
+        shape: tuple[int, ...]
+        strides: tuple[int, ...]
         if folded is not None:
             (a, b), ((sa, sb),) = folded
             shape, strides = (1, a, b), (0, sa, sb)

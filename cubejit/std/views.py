@@ -19,7 +19,7 @@ import numpy as np
 
 import cubejit as cj
 from cubejit.errors import LaunchError
-from cubejit.ir.types import Scalar, from_dtype
+from cubejit.ir.types import Scalar, f32, f64, from_dtype
 from cubejit.runtime.protocol import Client
 
 FLOATS = ("f16", "bf16", "f32", "f64")
@@ -154,7 +154,7 @@ def floating(x: Operand, what: str) -> Scalar:
 
 def accumulator(scalar: Scalar) -> Scalar:
     """What a kernel accumulates ``scalar`` in: ``f64`` for ``f64``, ``f32`` otherwise."""
-    return cj.f64 if scalar.name == "f64" else cj.f32
+    return f64 if scalar.name == "f64" else f32
 
 
 def normalize_axis(axis: int, ndim: int, what: str) -> int:

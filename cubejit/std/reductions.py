@@ -38,7 +38,8 @@ from cubejit.std.views import (
 )
 
 RUN = {"cpu": (64, 1024), "cuda": (256, 16)}
-"""Units per cube and elements each unit reads for a reduction over all elements."""
+"""Units per cube and elements each unit reads for a reduction over all elements (on CUDA in
+an unrolled loop, so each unit has all its loads in flight at once)."""
 
 
 @functools.cache
@@ -79,14 +80,19 @@ def runs_kernel(T: Scalar) -> Kernel:
         init: A,  # type: ignore[valid-type]
         OP: cj.Comptime[int],
         R: cj.Comptime[int],
+        UNROLL: cj.Comptime[bool],
     ):
         n = x.shape(2)
         first = cj.CUBE_POS * cj.CUBE_DIM * R
         base = first + cj.UNIT_POS
         acc = init
         if first + R * cj.CUBE_DIM <= n:
-            for k in range(R):
-                acc = combine(acc, A(T(x[0, 0, base + cj.u32(k) * cj.CUBE_DIM])), OP)
+            if UNROLL:
+                for k in cj.unroll(range(R)):
+                    acc = combine(acc, A(T(x[0, 0, base + k * cj.CUBE_DIM])), OP)
+            else:
+                for k in range(R):
+                    acc = combine(acc, A(T(x[0, 0, base + cj.u32(k) * cj.CUBE_DIM])), OP)
         else:
             for k in range(R):
                 j = base + cj.u32(k) * cj.CUBE_DIM
@@ -143,7 +149,10 @@ def reduce_all(x: Operand, out: Operand, op: int, init: float, scale: float) -> 
         cubes = math.ceil(b / run)
         partial = operand(new_array(client, (cubes,), acc), client)
         xv = x.view((1, 1, b), (0, 0, xb))
-        runs_kernel(x.scalar).launch(client, cubes, dim, xv, partial.owner, init, OP=op, R=per_unit)
+        unroll = client.backend == "cuda"
+        runs_kernel(x.scalar).launch(
+            client, cubes, dim, xv, partial.owner, init, OP=op, R=per_unit, UNROLL=unroll
+        )
         xv = partial.view((1, 1, cubes), (0, 0, 1))
     rows_kernel(acc if b > run else x.scalar, out.scalar).launch(
         client, 1, dim, xv, out.view((1, 1, 1), (0, 0, 0)), init, scale, OP=op

@@ -29,7 +29,7 @@ def _specs() -> list[Any]:
     for t in (cj.f32, cj.f16, cj.bf16, cj.f64):
         a = cj.f64 if t == cj.f64 else cj.f32
         specs.append(reductions.rows_kernel(t, t).specialize(256, OP=1))
-        specs.append(reductions.runs_kernel(t).specialize(256, OP=0, R=16))
+        specs.append(reductions.runs_kernel(t).specialize(256, OP=0, R=16, UNROLL=True))
         specs.append(rows.softmax_kernel(t).specialize(1024, K=8, ONE_PASS=True))
         specs.append(rows.softmax_kernel(t).specialize(1024, K=1, ONE_PASS=False))
         specs.append(rows.layer_norm_kernel(t).specialize(256, K=4, ONE_PASS=True))

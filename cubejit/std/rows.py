@@ -164,7 +164,7 @@ def _shape_of_rows(n: int, backend: str) -> tuple[int, int, bool]:
     """Units per cube, elements per unit and whether one pass serves rows of ``n``."""
     dim = builtins.min(1024, builtins.max(32, 1 << builtins.max(0, n - 1).bit_length()))
     if backend == "cuda":
-        dim = builtins.min(dim, 1024 if n > 4096 else 256)
+        dim = builtins.min(dim, 1024 if n > 4096 else 512 if n > 2048 else 256)
     else:
         dim = builtins.min(dim, 128)
     per_unit = -(-n // dim)

@@ -24,11 +24,16 @@ from fractions import Fraction
 import numpy as np
 
 from cubejit.ir.nodes import BinaryOp, MathFn, UnaryOp
-from cubejit.ir.types import Kind, Scalar, bf16, f64, round_float
+from cubejit.ir.types import Kind, Scalar, bf16, round_float
 from cubejit.lang.source import Problem
 
 INT_LIMIT = 1 << 64
 """Integer constants lie in ``[-2**63, INT_LIMIT)``: every value of ``i64`` and ``u64``."""
+
+_MATH = np.float64
+"""Math functions are computed in ``f64`` and rounded once to their type: as near the exact
+result as a libm gets, so each backend's own is within its few ulps (and ``sqrt``, ``floor``,
+``fmin`` and the like, correctly rounded everywhere, equal to the bit)."""
 
 _DTYPES: dict[str, type[np.floating]] = {
     "f16": np.float16,
@@ -89,14 +94,9 @@ def _compute_dtype(t: Scalar) -> type[np.floating]:
     return np.float32 if t == bf16 else _DTYPES[t.name]
 
 
-def _math_dtype(t: Scalar) -> type[np.floating]:
-    """Math functions of half types run in ``f32``, as both backends call them."""
-    return np.float64 if t == f64 else np.float32
-
-
 def float_binary(op: BinaryOp, a: float, b: float, t: Scalar) -> float | bool:
     """``a op b`` for operands of the float type ``t``: a float of ``t``, or a bool."""
-    dtype = _compute_dtype(t) if op is not BinaryOp.POW else _math_dtype(t)
+    dtype = _compute_dtype(t) if op is not BinaryOp.POW else _MATH
     with np.errstate(all="ignore"):
         result = _FLOAT_BINARY[op](dtype(a), dtype(b))
     if op.is_comparison:
@@ -106,7 +106,7 @@ def float_binary(op: BinaryOp, a: float, b: float, t: Scalar) -> float | bool:
 
 def float_math(fn: MathFn, args: list[float], t: Scalar) -> float:
     """``fn(*args)`` in the float type ``t``, IEEE's answer for every operand."""
-    dtype = _math_dtype(t)
+    dtype = _MATH
     if fn is MathFn.FMA:
         return round_float(_fma(*(float(dtype(a)) for a in args)), t)
     if fn is MathFn.ERF:

@@ -164,8 +164,8 @@ class LoopRules(CallRules):
 
     def _iterations(self, node: ast.For, name: str, indices: list[int], loop: Loop) -> bool:
         """The copies of an unrolled body for ``indices``; a copy after one that may have
-        broken out (or returned from the function) runs under ``if not flag``. Whether every
-        path returned."""
+        broken out (or returned from the function) runs under ``if not flag``, and none is made
+        after one that always does. Whether every path returned."""
         frame = self.frame
         for position, value in enumerate(indices):
             frame.env[name] = ConstBinding(Literal(value), "unroll")
@@ -174,12 +174,15 @@ class LoopRules(CallRules):
             start_block, start = self.block, len(self.block)
             returned = self.loop_body(node.body, loop)
             skip = loop.continue_flag
+            broke = frame.defined is None and (skip is None or skip not in frame.raised[raised:])
             if skip is not None:
                 start_block.insert(start, Assign(skip, Const(False, bool_)))
                 frame.raised[raised:] = [f for f in frame.raised[raised:] if f != skip]
                 frame.defined = meet(before, frame.defined)
             if returned:
                 return True
+            if broke:
+                return False
             flags = list(dict.fromkeys(frame.raised[raised:]))
             rest = indices[position + 1 :]
             if flags and rest:

@@ -13,11 +13,13 @@ reads ``os.environ`` for cubejit's own variables.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from cubejit.errors import ConfigError
 
@@ -106,48 +108,126 @@ def _read_toml(path: Path) -> dict[str, object]:
     try:
         with path.open("rb") as f:
             return tomllib.load(f)
-    except (OSError, tomllib.TOMLDecodeError) as e:
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise ConfigError(f"{path}: cannot read configuration: {e}") from e
 
 
 def _convert(value: object, kind: type, where: str, key: str) -> object:
+    """``value`` (text from a variable, or a TOML value from a file) as a ``kind``."""
     if kind is bool:
         if isinstance(value, bool):
             return value
         text = str(value).strip().lower()
-        if text in _TRUE:
+        if isinstance(value, str) and text in _TRUE:
             return True
-        if text in _FALSE:
+        if isinstance(value, str) and text in _FALSE:
             return False
         raise ConfigError(f"{where}: {key} must be true or false, not {value!r}")
     if kind is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
         try:
-            if isinstance(value, bool):
+            if not isinstance(value, str):
                 raise ValueError
-            return int(value)  # type: ignore[call-overload]
-        except (TypeError, ValueError):
+            return int(value)
+        except ValueError:
             raise ConfigError(f"{where}: {key} must be an integer, not {value!r}") from None
     if kind is float:
         try:
-            return float(value)  # type: ignore[arg-type]
-        except (TypeError, ValueError):
+            if isinstance(value, bool) or not isinstance(value, int | float | str):
+                raise ValueError
+            number = float(value)
+        except ValueError:
             raise ConfigError(f"{where}: {key} must be a number, not {value!r}") from None
+        if not math.isfinite(number) or number <= 0:
+            raise ConfigError(f"{where}: {key} must be a positive number of seconds, not {value!r}")
+        return number
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}: {key} must be a string, not {value!r}")
+    if not value.strip():
+        raise ConfigError(f"{where}: {key} must not be empty, not {value!r}")
     if kind is Path:
-        return Path(str(value)).expanduser()
-    return str(value)
+        return Path(value).expanduser()
+    return value
 
 
-def _checked(values: dict[str, object], where: str) -> dict[str, object]:
-    level = values.get("record_level")
-    if level is not None and level not in RECORD_LEVELS:
+def _checked(key: str, value: object, where: str) -> object:
+    """``value`` of ``key`` once converted, or a ConfigError naming ``where``."""
+    if key == "record_level" and value not in RECORD_LEVELS:
         raise ConfigError(
-            f"{where}: record_level must be one of {', '.join(RECORD_LEVELS)}, not {level!r}"
+            f"{where}: record_level must be one of {', '.join(RECORD_LEVELS)}, not {value!r}"
         )
-    for key in ("parallelism", "keep_sessions"):
-        number = values.get(key)
-        if isinstance(number, int) and number < 1:
-            raise ConfigError(f"{where}: {key} must be at least 1, not {number}")
-    return values
+    if key in ("parallelism", "keep_sessions") and isinstance(value, int) and value < 1:
+        raise ConfigError(f"{where}: {key} must be at least 1, not {value}")
+    if key == "env":
+        return environment_name(str(value), where)
+    if key == "store":
+        check_store(str(value), where)
+    return value
+
+
+def environment_name(name: str, where: str) -> str:
+    """``name`` as an environment's name; a ConfigError naming ``where`` when it is empty."""
+    if not name.strip():
+        raise ConfigError(f"{where}: an environment name must not be empty, not {name!r}")
+    return name
+
+
+STORE_SCHEMES = ("redis", "rediss", "unix")
+"""The URL schemes a shared store may have."""
+
+
+def check_store(url: str, where: str) -> None:
+    """Raises a ConfigError naming ``where`` unless ``url`` names a Redis server cubejit can
+    use: ``redis://``, ``rediss://`` or ``unix://``, a numeric port, a numeric database, and a
+    positive ``lease``."""
+    parts = urlsplit(url)
+    if parts.scheme not in STORE_SCHEMES:
+        raise ConfigError(
+            f"{where}: store must be a redis://host:port/db URL (or rediss://, unix://), "
+            f"not {_without_password(url)!r}"
+        )
+    try:
+        parts.port  # noqa: B018
+    except ValueError:
+        raise ConfigError(
+            f"{where}: store {_without_password(url)!r}: the port must be a number"
+        ) from None
+    database = parts.path.strip("/") if parts.scheme != "unix" else ""
+    query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    database = query.get("db", database)
+    if database and not database.isdigit():
+        raise ConfigError(
+            f"{where}: store {_without_password(url)!r}: the database must be a number, "
+            f"not {database!r}"
+        )
+    store_lease(url, where)
+
+
+def store_lease(url: str, where: str) -> float | None:
+    """The seconds of the store URL's ``lease`` query parameter, or ``None`` when it has
+    none; a ConfigError naming ``where`` unless it is a positive finite number."""
+    query = dict(parse_qsl(urlsplit(url).query, keep_blank_values=True))
+    if "lease" not in query:
+        return None
+    text = query["lease"]
+    try:
+        lease = float(text)
+    except ValueError:
+        lease = math.nan
+    if not math.isfinite(lease) or lease <= 0:
+        raise ConfigError(
+            f"{where}: store {_without_password(url)!r}: lease must be a positive number of "
+            f"seconds, not {text!r}"
+        )
+    return lease
+
+
+def _without_password(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@")))
 
 
 def read(environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> Settings:
@@ -163,15 +243,13 @@ def read(environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> S
                 raise ConfigError(
                     f"{source}: unknown key {key!r}; known keys: {', '.join(sorted(_FIELDS))}"
                 )
-            values[key] = _convert(value, _FIELDS[key][1], str(source), key)
-        _checked(values, str(source))
-    from_env: dict[str, object] = {}
+            converted = _convert(value, _FIELDS[key][1], str(source), key)
+            values[key] = _checked(key, converted, str(source))
     for key, (variable, kind) in _FIELDS.items():
         raw = environ.get(variable)
         if raw is not None and raw != "":
-            from_env[key] = _convert(raw, kind, f"environment variable {variable}", key)
-    for key, value in _checked(from_env, "environment").items():
-        values[key] = value
+            where = f"environment variable {variable}"
+            values[key] = _checked(key, _convert(raw, kind, where, key), where)
     values.setdefault("cache_dir", default_cache_dir(environ))
     if "env" not in values:
         chosen = chosen_environment(Path(str(values["cache_dir"])))

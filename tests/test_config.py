@@ -156,3 +156,84 @@ def test_settings_are_read_once_until_reset(project: Path, monkeypatch: pytest.M
         assert config.settings().record_level == "basic"
     finally:
         config.reset()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("compile_timeout = nan", "compile_timeout must be a positive number of seconds"),
+        ("compile_timeout = inf", "compile_timeout must be a positive number of seconds"),
+        ("compile_timeout = 0", "compile_timeout must be a positive number of seconds"),
+        ("store_timeout = -1.5", "store_timeout must be a positive number of seconds"),
+        ("compile_timeout = true", "compile_timeout must be a number"),
+        ("cache_dir = 5", "cache_dir must be a string, not 5"),
+        ("parallelism = 1.7", "parallelism must be an integer, not 1.7"),
+        ('env = ""', "env must not be empty"),
+        ('cc = " "', "cc must not be empty"),
+        ('store = "http://cache.internal:6379/0"', "store must be a redis://host:port/db URL"),
+        ('store = "redis://cache.internal:sixty/0"', "the port must be a number"),
+        ('store = "redis://cache.internal:6379/zero"', "the database must be a number"),
+        ('store = "redis://cache.internal:6379/0?lease=nan"', "lease must be a positive number"),
+        ('store = "redis://cache.internal:6379/0?lease=-3"', "lease must be a positive number"),
+    ],
+)
+def test_a_malformed_value_in_a_file_is_an_error_naming_the_file_and_the_key(
+    project: Path, text: str, message: str
+) -> None:
+    (project / "cubejit.toml").write_text(text + "\n")
+    with pytest.raises(ConfigError, match=r"cubejit\.toml: ") as caught:
+        read(project)
+    assert message in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("CUBEJIT_COMPILE_TIMEOUT", "nan", "compile_timeout must be a positive number"),
+        ("CUBEJIT_COMPILE_TIMEOUT", "inf", "compile_timeout must be a positive number"),
+        ("CUBEJIT_COMPILE_TIMEOUT", "0", "compile_timeout must be a positive number"),
+        ("CUBEJIT_STORE_TIMEOUT", "-1", "store_timeout must be a positive number"),
+        ("CUBEJIT_COMPILE_PARALLELISM", "1.7", "parallelism must be an integer"),
+        ("CUBEJIT_ENV", "   ", "env must not be empty"),
+        ("CUBEJIT_STORE", "http://cache.internal/0", "store must be a redis://host:port/db URL"),
+        ("CUBEJIT_STORE", "redis://cache.internal:port/0", "the port must be a number"),
+        ("CUBEJIT_STORE", "redis://h:6379/0?lease=nan", "lease must be a positive number"),
+        ("CUBEJIT_STORE", "redis://h:6379/0?lease=inf", "lease must be a positive number"),
+    ],
+)
+def test_a_malformed_variable_is_an_error_naming_the_variable_and_the_key(
+    project: Path, variable: str, value: str, message: str
+) -> None:
+    with pytest.raises(ConfigError, match=rf"environment variable {variable}: ") as caught:
+        read(project, {variable: value})
+    assert message in str(caught.value)
+
+
+def test_a_configuration_file_that_is_not_utf8_is_an_error_naming_the_file(
+    project: Path,
+) -> None:
+    (project / "cubejit.toml").write_bytes(b'env = "caf\xe9"\n')
+    with pytest.raises(ConfigError, match=r"cubejit\.toml: cannot read configuration"):
+        read(project)
+
+
+def test_a_store_url_password_never_appears_in_the_error(project: Path) -> None:
+    url = "redis://:hunter2@cache.internal:port/0"
+    with pytest.raises(ConfigError, match="the port must be a number") as caught:
+        read(project, {"CUBEJIT_STORE": url})
+    assert "hunter2" not in str(caught.value)
+
+
+def test_choosing_an_empty_environment_name_is_an_error_and_chooses_nothing(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cubejit.cli import main
+
+    before = config.settings()
+    config.override(cache_dir=project / "root")
+    try:
+        assert main(["env", "use", ""]) == 1
+    finally:
+        config.override(cache_dir=before.cache_dir)
+    assert "cubejit env use NAME: an environment name must not be empty" in capsys.readouterr().err
+    assert not (project / "root" / config.CHOSEN_ENVIRONMENT_FILE).exists()

@@ -171,7 +171,7 @@ def run_use(args: argparse.Namespace) -> int:
     from cubejit.environment.manager import sanitise
 
     out = console()
-    name = sanitise(args.name)
+    name = sanitise(config.environment_name(args.name, "cubejit env use NAME"))
     cache_dir = config.settings().cache_dir
     state = cache_dir / config.CHOSEN_ENVIRONMENT_FILE
     try:

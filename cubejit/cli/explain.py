@@ -157,13 +157,23 @@ def _is_kernel(name: Any, wanted: str) -> bool:
     return isinstance(name, str) and (name == wanted or name.endswith(f".{wanted}"))
 
 
+def entries_of(wanted: str, entries: Iterable[StoredEntry]) -> list[StoredEntry]:
+    """The entries of the kernel ``wanted`` names: its exact qualified name when a kernel has
+    it (even where that is also the tail of a longer name), else every kernel whose name ends
+    with it."""
+    named = [e for e in entries if _is_kernel(e.ingredients.get("kernel"), wanted)]
+    exact = [e for e in named if e.ingredients.get("kernel") == wanted]
+    return exact or named
+
+
 def _missed(kernel: str, entries: Sequence[StoredEntry]) -> tuple[StoredEntry, float]:
     """The entry of the kernel's latest recorded compile, else its latest stored entry, and
-    when the batch that compiled it started: what the store held then is what it missed."""
+    when the batch that compiled it started: what the store held then is what it missed.
+    ``kernel`` is the qualified name."""
     trips = [
         c
         for c in records.read("compilations")
-        if _is_kernel(c.name, kernel) and c.outcome in ("compiled", "rekeyed")
+        if c.name == kernel and c.outcome in ("compiled", "rekeyed")
     ]
     for trip in reversed(trips):
         found = [e for e in entries if e.artifact == trip.artifact]
@@ -193,7 +203,7 @@ def _when(stamp: float) -> str:
 def run(args: argparse.Namespace) -> int:
     out = console()
     everything = stored_entries(environment.path())
-    entries = [e for e in everything if _is_kernel(e.ingredients.get("kernel"), args.kernel)]
+    entries = entries_of(args.kernel, everything)
     if not entries:
         known = sorted({str(e.ingredients.get("kernel")) for e in everything})
         hint = f"; stored kernels: {', '.join(known[:12])}" if known else ""
@@ -205,11 +215,11 @@ def run(args: argparse.Namespace) -> int:
         raise CubejitError(
             f"{args.kernel!r} names several kernels: {', '.join(names)}; give the qualified name"
         )
-    missed, asked_at = _missed(args.kernel, entries)
+    name = names[0]
+    missed, asked_at = _missed(name, entries)
     other = nearest(missed, [e for e in entries if e.stored_at < asked_at]) or nearest(
         missed, entries
     )
-    name = names[0]
     if other is None:
         out.print(
             f"{name} has one stored entry (stored {_when(missed.stored_at)} in "

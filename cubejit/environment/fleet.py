@@ -8,21 +8,25 @@ elsewhere, and a local compile may replace it), and what a host compiles goes to
 artifacts travel: an environment's other namespaces (records) stay on their host.
 
 **Single flight.** A kernel missing everywhere is claimed before it compiles: the host takes a
-lease on its key on the server (``SET NX PX``, a random token as value). The holder compiles;
-a thread renews its leases every third of the lease time while they are held (compare-and-
-``PEXPIRE`` in Lua, so a lease that expired and was taken by another host is never extended),
-for at most :attr:`Leases.max_hold` seconds; storing the artifact, or giving up on the kernel
-(:meth:`FleetStore.abandon`), deletes the lease (compare-and-delete in Lua) and publishes on the
-key's channel. A host that finds the lease taken subscribes to that channel and blocks on it
-(no polling): it wakes when the holder stores or gives up, or when the lease's remaining time
-has passed, then reads the artifact, or takes the lease itself when the holder is gone.
+lease on its key on the server, a value ``<token>|<expiry>`` (a random token, then the server's
+clock in milliseconds when the lease ends) with the same expiry as its TTL. A lease key without
+a TTL, or past its own stated expiry, is expired whatever its TTL says: a stray ``PERSIST`` or a
+foreign writer cannot block a kernel forever. The holder compiles; a thread renews its leases
+every third of the lease time while they are held (compare-and-set in Lua, so a lease that
+expired and was taken by another host is never extended), for at most :attr:`Leases.max_hold`
+seconds; storing the artifact, or giving up on the kernel (:meth:`FleetStore.abandon`), deletes
+the lease (compare-and-delete in Lua) and publishes on the key's channel. A lease that cannot
+be renewed or released because the server is unavailable is dropped here and left to expire
+there; the renewer stops when this process holds none.
 
-A host waits only while it holds no lease of its own: two hosts can then never wait for each
-other, whatever order they ask for kernels in. A host holding leases that meets one held
-elsewhere compiles that kernel too; the cost of that rare case is one duplicate compile, never
-a deadlock. Hosts asking for the same kernels in the same order (a fleet warming one program)
-never meet it: the first host to claim a batch's first kernel claims them all, and the others
-wait and then load.
+A host that finds the lease taken subscribes to that channel and blocks on it: it wakes when
+the holder stores or gives up, or when the lease's remaining time has passed, then reads the
+artifact, or takes the lease itself when the holder is gone. Each wake-up is one command (a
+script that takes the lease or says whether the artifact is there), and a host that wakes
+without news waits longer each time (:data:`FIRST_POLL_S` doubling to :data:`LAST_POLL_S`), so
+a waiting host sends at most a few commands a second however short the lease. It waits at
+most the lease plus the compile timeout (:attr:`Leases.patience`), then compiles the kernel
+itself.
 
 The lease time is the URL's ``lease`` query parameter in seconds (default
 :data:`DEFAULT_LEASE_S`): how long a dead holder delays the others.
@@ -31,6 +35,7 @@ The lease time is the URL's ``lease`` query parameter in seconds (default
 from __future__ import annotations
 
 import contextlib
+import enum
 import logging
 import os
 import socket
@@ -41,12 +46,11 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from cubejit import config
-from cubejit.environment.redis_link import Offline, RedisLink, describe, split_url
+from cubejit.environment.redis_link import Offline, RedisLink, describe
 from cubejit.environment.signing import signer
 from cubejit.environment.storage import BUNDLE, LOCAL, InsertOutcome, Storage
 from cubejit.environment.storage_redis import RedisStorage
 from cubejit.environment.store import Store
-from cubejit.errors import ConfigError
 
 if TYPE_CHECKING:
     import redis.client
@@ -55,36 +59,87 @@ logger = logging.getLogger("cubejit.environment")
 
 DEFAULT_LEASE_S = 15.0
 """Seconds a lease lasts unless renewed."""
+FIRST_POLL_S = 0.25
+"""Seconds a waiting host waits at least before it looks again, without news."""
+LAST_POLL_S = 2.0
+"""What the wait without news grows to, doubling each time."""
+
+# The server's clock in ms, as the local ``now`` of the scripts below.
+_NOW = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+"""
+
+# Takes the lease KEYS[1] for token ARGV[1] and ARGV[2] ms unless another live lease holds it
+# (a live lease has a TTL and a stated expiry still ahead), or the entry KEYS[2] is there.
+# Returns {1, ms} taken, {0, ms left} held elsewhere, {2, 0} the entry is stored.
+_ACQUIRE = (
+    _NOW
+    + """
+if redis.call('EXISTS', KEYS[2]) == 1 then return {2, 0} end
+local cur = redis.call('GET', KEYS[1])
+if cur and string.sub(cur, 1, #ARGV[1] + 1) ~= ARGV[1] .. '|' then
+  local ttl = redis.call('PTTL', KEYS[1])
+  local stated = tonumber(string.match(cur, '|(%d+)$')) or (now + ttl)
+  local left = math.min(ttl, stated - now)
+  if ttl >= 0 and left > 0 then return {0, left} end
+end
+redis.call('SET', KEYS[1], ARGV[1] .. '|' .. string.format('%.0f', now + ARGV[2]), 'PX', ARGV[2])
+return {1, tonumber(ARGV[2])}
+"""
+)
 
 # Extends KEYS[1] by ARGV[2] ms only while it holds this host's token ARGV[1].
-_RENEW = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return 0
+_RENEW = (
+    _NOW
+    + """
+local cur = redis.call('GET', KEYS[1])
+if not cur or string.sub(cur, 1, #ARGV[1] + 1) ~= ARGV[1] .. '|' then return 0 end
+redis.call('SET', KEYS[1], ARGV[1] .. '|' .. string.format('%.0f', now + ARGV[2]), 'PX', ARGV[2])
+return 1
 """
+)
 
 # Deletes the lease KEYS[1] only while it holds this host's token, then wakes the waiters.
 _RELEASE = """
-local mine = redis.call('GET', KEYS[1]) == ARGV[1]
+local cur = redis.call('GET', KEYS[1])
+local mine = cur and string.sub(cur, 1, #ARGV[1] + 1) == ARGV[1] .. '|'
 if mine then redis.call('DEL', KEYS[1]) end
 redis.call('PUBLISH', ARGV[2], 'done')
 return mine and 1 or 0
 """
 
 
+class Claim(enum.Enum):
+    """What one look at a kernel's lease found."""
+
+    TAKEN = 1
+    """This process holds the lease now: it compiles the kernel."""
+    HELD = 0
+    """Another host holds a live lease."""
+    STORED = 2
+    """The artifact is on the server: nothing to compile."""
+
+
 class Leases:
     """This process's leases on one server, and the thread that renews them. Thread-safe."""
 
-    def __init__(self, link: RedisLink, prefix: str, lease_s: float, max_hold: float) -> None:
+    def __init__(
+        self, link: RedisLink, lease_s: float, max_hold: float, compile_timeout: float
+    ) -> None:
         self.link = link
-        self.prefix = prefix
+        self.prefix = link.prefix
         self.lease_ms = max(1, int(lease_s * 1000))
         self.max_hold = max_hold
         """Seconds a lease is renewed at most, in case its kernel's end was never told."""
+        self.patience = lease_s + compile_timeout
+        """Seconds a host waits at most on another host's lease before it compiles itself."""
         self.token = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
         self._held: dict[str, float] = {}
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._renewer: threading.Thread | None = None
+        self._acquire = link.client.register_script(_ACQUIRE)
         self._renew = link.client.register_script(_RENEW)
         self._release = link.client.register_script(_RELEASE)
 
@@ -99,28 +154,32 @@ class Leases:
         with self._lock:
             return bool(self._held)
 
-    def acquire(self, namespace: str, key: bytes) -> bool:
-        """Takes the lease; whether this process holds it now. Raises :class:`Offline`."""
+    def renewing(self) -> bool:
+        """Whether the thread renewing this process's leases runs now."""
+        with self._lock:
+            return self._renewer is not None and self._renewer.is_alive()
+
+    def acquire(self, namespace: str, key: bytes, entry: str) -> tuple[Claim, float]:
+        """Takes the lease unless another host holds a live one or the artifact (the server's
+        entry ``entry``) is stored; what it found, and the seconds the lease has left. Raises
+        :class:`Offline`."""
         name = self.lease_key(namespace, key)
         with self._lock:
             if name in self._held:
-                return True
-        taken = self.link.run(lambda r: r.set(name, self.token, nx=True, px=self.lease_ms))
-        if not taken:
-            return False
-        with self._lock:
-            self._held[name] = time.monotonic()
-            self._start_renewer()
-        return True
-
-    def remaining(self, namespace: str, key: bytes) -> float:
-        """Seconds until the lease expires unless renewed; 0 when nobody holds it."""
-        name = self.lease_key(namespace, key)
-        ms = self.link.run(lambda r: r.pttl(name))
-        return max(0.0, ms / 1000)
+                return Claim.TAKEN, self.lease_ms / 1000
+        found, ms = self.link.run(
+            lambda r: self._acquire(keys=[name, entry], args=[self.token, self.lease_ms], client=r)
+        )
+        claim = Claim(int(found))
+        if claim is Claim.TAKEN:
+            with self._lock:
+                self._held[name] = time.monotonic()
+                self._start_renewer()
+        return claim, int(ms) / 1000
 
     def release(self, namespace: str, key: bytes) -> None:
-        """Gives the lease back, if this process holds it, and wakes the hosts waiting."""
+        """Gives the lease back, if this process holds it, and wakes the hosts waiting; on an
+        unavailable server the lease is left to expire."""
         name = self.lease_key(namespace, key)
         with self._lock:
             if self._held.pop(name, None) is None:
@@ -134,7 +193,7 @@ class Leases:
     @contextlib.contextmanager
     def subscription(self, namespace: str, key: bytes) -> Iterator[redis.client.PubSub]:
         """A subscription to the key's channel, for :meth:`wait`."""
-        pubsub = self.link.run(lambda r: r.pubsub(ignore_subscribe_messages=True))
+        pubsub = self.link.client.pubsub(ignore_subscribe_messages=True)
         try:
             self.link.run(lambda _: pubsub.subscribe(self.channel(namespace, key)))
             yield pubsub
@@ -144,7 +203,7 @@ class Leases:
 
     def wait(self, pubsub: redis.client.PubSub, seconds: float) -> None:
         """Blocks until the key's channel speaks or ``seconds`` pass. Raises :class:`Offline`."""
-        self.link.run(lambda _: pubsub.get_message(timeout=seconds))
+        self.link.run(lambda _: pubsub.get_message(timeout=seconds), waiting=seconds)
 
     def _start_renewer(self) -> None:
         if self._renewer is None or not self._renewer.is_alive():
@@ -165,37 +224,34 @@ class Leases:
                     del self._held[name]
                 names = list(self._held)
             for name in names:
-                try:
-                    kept = self.link.run(
-                        lambda r, n=name: self._renew(
-                            keys=[n], args=[self.token, self.lease_ms], client=r
-                        )
-                    )
-                except Offline:
-                    continue
-                if not kept:
+                if not self._renewed(name):
                     with self._lock:
                         self._held.pop(name, None)
+
+    def _renewed(self, name: str) -> bool:
+        """Whether the lease ``name`` is still this process's, now for a whole lease time."""
+        try:
+            return bool(
+                self.link.run(
+                    lambda r: self._renew(keys=[name], args=[self.token, self.lease_ms], client=r)
+                )
+            )
+        except Offline:
+            return False
 
 
 class Shared:
     """One server of this process: its storage (which signs and checks) and its leases."""
 
     def __init__(self, url: str, settings: config.Settings) -> None:
-        _, own = split_url(url)
+        config.check_store(url, "CUBEJIT_STORE")
+        lease_s = config.store_lease(url, "CUBEJIT_STORE") or DEFAULT_LEASE_S
         self.storage = RedisStorage(url, settings.store_timeout, signer(settings))
-        try:
-            lease_s = float(own.get("lease", DEFAULT_LEASE_S))
-        except ValueError:
-            raise ConfigError(
-                f"CUBEJIT_STORE {describe(url)}: lease must be a number of seconds, "
-                f"not {own['lease']!r}"
-            ) from None
         self.leases = Leases(
             self.storage.link,
-            self.storage.prefix,
             lease_s,
             max_hold=2 * settings.compile_timeout + lease_s,
+            compile_timeout=settings.compile_timeout,
         )
 
 
@@ -262,16 +318,22 @@ class FleetStore:
     def claim(self, key: bytes) -> bytes | None:
         """After a miss everywhere: the value when another host stored it meanwhile (kept
         locally), else ``None``, and the caller compiles: this process holds the lease, or
-        cannot wait for another holder, or the server cannot be reached."""
+        cannot wait for another holder, or the server cannot serve."""
         leases = self.fleet.leases
         try:
-            if leases.acquire(self.namespace, key):
+            found, _ = leases.acquire(self.namespace, key, self._entry(key))
+            if found is Claim.STORED:
+                return self._fetch(key)
+            if found is Claim.TAKEN:
                 return self._acquired(key)
             if leases.holds_any():
                 return None
             return self._wait(key)
         except Offline:
             return None
+
+    def _entry(self, key: bytes) -> str:
+        return self.fleet.storage.entry_key(self.namespace, key)
 
     def _acquired(self, key: bytes) -> bytes | None:
         """The lease is this process's now; a holder that stored the value and left just
@@ -289,13 +351,16 @@ class FleetStore:
 
     def _wait(self, key: bytes) -> bytes | None:
         leases = self.fleet.leases
-        started = time.monotonic()
+        deadline = time.monotonic() + leases.patience
+        poll = FIRST_POLL_S
         with leases.subscription(self.namespace, key) as pubsub:
             while True:
-                value = self._fetch(key)
-                if value is not None:
-                    return value
-                if leases.acquire(self.namespace, key):
+                found, left = leases.acquire(self.namespace, key, self._entry(key))
+                if found is Claim.STORED:
+                    value = self._fetch(key)
+                    if value is not None:
+                        return value
+                elif found is Claim.TAKEN:
                     value = self._acquired(key)
                     if value is None:
                         logger.info(
@@ -305,11 +370,18 @@ class FleetStore:
                             self.namespace,
                         )
                     return value
-                left = started + leases.max_hold - time.monotonic()
-                if left <= 0:
+                now = time.monotonic()
+                if now >= deadline:
+                    logger.info(
+                        "waited %.0f s for another host to compile %s of namespace %r; "
+                        "compiling it here",
+                        leases.patience,
+                        key.hex()[:16],
+                        self.namespace,
+                    )
                     return None
-                wait = min(left, max(0.01, leases.remaining(self.namespace, key)))
-                leases.wait(pubsub, wait)
+                leases.wait(pubsub, min(deadline - now, max(poll, left)))
+                poll = min(2 * poll, LAST_POLL_S)
 
     def abandon(self, key: bytes) -> None:
         """This process will not store ``key`` (its kernel failed): gives its lease back, so

@@ -17,10 +17,10 @@ SHA-256; little-endian). Chunks are written first and the record last, so a read
 value or none; chunk names carry the value's digest, so writers of different values never share
 a chunk.
 
-A server that cannot be reached is never an error to the caller (see
-:mod:`cubejit.environment.redis_link`): its operations answer at once as a miss or a failed
-write, and the run goes on with the local environment; the whole cost is compiling what the
-fleet may already hold.
+A server that cannot serve (unreachable, or answering with an error) is never an error to the
+caller (see :mod:`cubejit.environment.redis_link`): its operations answer at once as a miss or
+a failed write, and the run goes on with the local environment; the whole cost is compiling
+what the fleet may already hold.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from cubejit.environment.redis_link import Offline, RedisLink, split_url
+from cubejit.environment.redis_link import Offline, RedisLink
 from cubejit.environment.signing import Signer, refusal_message, warn_unsigned_once
 from cubejit.environment.storage import BUNDLE, LOCAL, InsertOutcome, NamespaceSummary
 
@@ -96,7 +96,7 @@ class Record:
 class RedisStorage:
     """Entries of every namespace on one Redis server. Thread-safe.
 
-    ``get`` answers ``None`` for a miss, an unreachable server, a damaged record, or (with a
+    ``get`` answers ``None`` for a miss, a server that cannot serve, a damaged record, or (with a
     ``signer``) an entry whose signature is missing or wrong; such an entry is also deleted
     from the server, so that the value compiled again in its place can be written there.
     """
@@ -104,10 +104,9 @@ class RedisStorage:
     persists = True
 
     def __init__(self, url: str, timeout: float, signer: Signer | None = None) -> None:
-        _, own = split_url(url)
         self.link = RedisLink(url, timeout)
         self.last_failure: str | None = None
-        self.prefix = own.get("prefix", "cubejit") + ":"
+        self.prefix = self.link.prefix
         self._signer = signer
         self._put_local = self.link.client.register_script(_PUT_LOCAL)
         self._delete_if = self.link.client.register_script(_DELETE_IF)
@@ -197,7 +196,7 @@ class RedisStorage:
         try:
             return self._insert(namespace, key, value, signature, origin)
         except Offline:
-            self.last_failure = f"shared store {self.name} unreachable"
+            self.last_failure = f"shared store {self.name} unavailable"
             return InsertOutcome.FAILED
 
     def _insert(

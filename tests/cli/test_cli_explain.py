@@ -110,3 +110,19 @@ def test_a_kernel_compiled_beside_its_siblings_is_compared_with_what_was_stored_
     explained = cubejit("explain", "shift").stdout
     assert "it missed because its source changed" in explained
     assert "another cube_dim" not in explained
+
+
+def test_an_exact_qualified_name_is_explained_even_when_a_longer_name_ends_with_it(
+    cubejit: Cubejit, tmp_path: Path
+) -> None:
+    package = tmp_path / "tools"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    for module in (tmp_path / "shifts.py", package / "shifts.py"):
+        module.write_text(KERNEL.format(cube_dim=32, amount="1.0"))
+        cubejit("warm", str(module))
+    ambiguous = cubejit("explain", "shift", check=False)
+    assert "names several kernels: shifts.shift, tools.shifts.shift" in ambiguous.stderr
+    explained = cubejit("explain", "shifts.shift").stdout
+    assert explained.startswith("shifts.shift has one stored entry")
+    assert "tools.shifts.shift" in cubejit("explain", "tools.shifts.shift").stdout

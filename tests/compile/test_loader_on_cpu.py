@@ -236,11 +236,11 @@ def test_kernels_of_one_batch_with_the_same_c_text_compile_it_once(
 def test_kernels_of_one_batch_whose_shared_text_fails_all_fail_with_its_error_compiled_once(
     tmp_path: Path,
 ) -> None:
-    cpu = client()
     failing = tmp_path / "failing-cc"
     failing.write_text("#!/bin/sh\necho 'kernel.c:1:1: error: refused by this compiler'\nexit 1\n")
     failing.chmod(0o755)
     config.override(cc=str(failing))
+    cpu = client()
     before = compiler_runs.count
     for tag in (1, 2, 3):
         affine.prepare(cpu, CUBE, k=15, tag=tag)
@@ -348,6 +348,8 @@ def test_errors_raised_on_workers_reach_the_launch_with_their_type_and_message(
     failing.write_text("#!/bin/sh\necho 'kernel.c:9:9: error: no such luck'\nexit 1\n")
     failing.chmod(0o755)
     config.override(cc=str(failing))
+    cpu = client()
+    compiler = cpu.target.compiler()
     spec = affine.specialize(CUBE, k=19, tag=0)
     recording = CompilationRecording.for_artifact(artifact(spec), False)
     lowered = compiler.lower(spec, artifact(spec), recording, ServerLogger())

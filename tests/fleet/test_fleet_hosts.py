@@ -91,7 +91,7 @@ def test_redis_lost_mid_batch_costs_one_warning_and_is_written_again_once_back(t
     first, second = report["batches"]
     assert first["right"] and first["compiler_runs"] == 10
     assert second["right"] and second["compiler_runs"] == 10
-    assert len([w for w in report["warnings"] if "unreachable" in w]) == 1
+    assert len([w for w in report["warnings"] if "unavailable" in w]) == 1
     assert len(own_redis.client().keys("cubejit:e:*")) == 2 * 10
 
 

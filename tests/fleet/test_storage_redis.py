@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import threading
 import time
 
 import pytest
@@ -130,7 +131,7 @@ def test_an_unreachable_server_is_a_miss_and_a_failed_write_with_one_warning(
         assert storage.get(NS, b"k") is None
         assert storage.insert(NS, b"k", b"v") is InsertOutcome.FAILED
         assert storage.get(NS, b"k") is None
-    assert sum("unreachable" in r.getMessage() for r in caplog.records) == 1
+    assert sum("unavailable" in r.getMessage() for r in caplog.records) == 1
 
 
 def test_a_server_that_never_answers_costs_one_timeout_then_nothing():
@@ -161,4 +162,41 @@ def test_a_restarted_server_is_used_again_after_the_retry_interval(
         own_redis.start()
         assert storage.insert(NS, b"c", b"3") is InsertOutcome.STORED
     assert storage.get(NS, b"c") == b"3"
-    assert "reachable again" in caplog.text
+    assert "available again" in caplog.text
+
+
+def test_a_server_that_drips_its_answer_cannot_stretch_an_operation_past_the_timeout():
+    stop = threading.Event()
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+
+        def drip() -> None:
+            while not stop.is_set():
+                try:
+                    conn, _ = listener.accept()
+                except OSError:
+                    return
+                with conn:
+                    conn.recv(65536)
+                    conn.sendall(b"$1000000\r\n")
+                    for _ in range(50):
+                        if stop.wait(0.1):
+                            break
+                        try:
+                            conn.sendall(b"x")
+                        except OSError:
+                            break
+
+        server = threading.Thread(target=drip, daemon=True)
+        server.start()
+        url = f"redis://127.0.0.1:{listener.getsockname()[1]}/0"
+        storage = RedisStorage(url, timeout=0.5)
+        started = time.monotonic()
+        try:
+            assert storage.get(NS, b"k") is None
+            took = time.monotonic() - started
+        finally:
+            stop.set()
+            storage.close()
+    assert took < 1.5

@@ -1,32 +1,32 @@
 """The CPU backend's half of compiling that may run on any thread: IR to C, C to a shared object.
 
 :class:`CpuCompiler` lowers a kernel (validate cube_dim, expand to IR, emit C) and finalizes the
-C text with the system C compiler (``config.settings().cc``), each run its own subprocess in its
-own temporary directory, so any number of threads may finalize at once; the subprocess releases
-the GIL, which is where compile threads buy real parallelism. Every run of the C compiler is
-counted by :data:`compiler_runs`, so tests and benchmarks count compiles instead of guessing
-from time.
+C text with the system C compiler of its :class:`~cubejit.backends.cpu.fingerprint.Toolchain`,
+each run its own subprocess in its own temporary directory, so any number of threads may
+finalize at once; the subprocess releases the GIL, which is where compile threads buy real
+parallelism. Every run of the C compiler is counted by :data:`compiler_runs`, so tests and
+benchmarks count compiles instead of guessing from time. The folders of processes killed
+mid-compile are removed by the next process's first compile.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import shutil
-import signal
-import subprocess
+import stat
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cubejit import config
 from cubejit.backends.cpu.artifact import CpuArtifact
 from cubejit.backends.cpu.capabilities import cpu_capabilities
 from cubejit.backends.cpu.codegen import ENTRY, translation_unit
-from cubejit.backends.cpu.fingerprint import compile_flags
+from cubejit.backends.cpu.fingerprint import Toolchain
 from cubejit.backends.cpu.layout import variant_parts
+from cubejit.backends.cpu.process import run_bounded
 from cubejit.backends.cpu.vector_math import link_libraries
 from cubejit.compile.id import ArtifactId
 from cubejit.errors import CompilationError, ValidationError
@@ -43,18 +43,11 @@ CPU_LIMITS = DeviceLimits(
 """The CPU's limits are CUDA's, so that a kernel launched on one runs on the other; units
 beyond them would not run faster on a CPU, whose cubes are loops on a few threads."""
 
-GCC_VECTORISER_FLAGS = ("--param", "vect-max-version-for-alias-checks=64")
-"""GCC gives up vectorising a loop that needs more than 10 run-time checks that its arrays do not
-overlap (a kernel of two inputs and four outputs); 64 lets a kernel of ten arrays vectorise."""
+STALE_FOLDER_S = 3600.0
+"""Age in seconds past which a compile folder of this user is a killed process's leftover."""
 
-
-@functools.cache
-def vectoriser_flags(cc: str) -> tuple[str, ...]:
-    """:data:`GCC_VECTORISER_FLAGS` when ``cc`` is GCC by the name of the file it resolves to
-    (no compiler run), else none: they tune speed only, never what a kernel computes."""
-    found = shutil.which(cc)
-    name = os.path.basename(os.path.realpath(found)) if found else ""
-    return GCC_VECTORISER_FLAGS if "gcc" in name and "clang" not in name else ()
+FOLDER_PREFIX = "cubejit-cc-"
+"""What the name of each compile's temporary folder starts with."""
 
 
 class CompilerRuns:
@@ -104,8 +97,12 @@ class CpuLowered:
 class CpuCompiler:
     """Lowers kernels to C and compiles them; thread-safe, shared by every compile worker."""
 
-    def __init__(self, limits: DeviceLimits = CPU_LIMITS) -> None:
+    def __init__(
+        self, limits: DeviceLimits = CPU_LIMITS, toolchain: Toolchain | None = None
+    ) -> None:
         self.limits = limits
+        self.toolchain = toolchain if toolchain is not None else Toolchain.from_settings()
+        """What every compile of this compiler runs, read from the settings once."""
         self.capabilities = cpu_capabilities(limits)
         self._runs = CompilerRuns()
 
@@ -144,68 +141,92 @@ class CpuCompiler:
         return lowered.source
 
     def finalize(self, id: ArtifactId[int], lowered: CpuLowered) -> CpuArtifact:
-        """Compiles ``lowered`` into a shared object. Raises CompilationError carrying the
-        compiler's log and the C source when it fails or runs past the compile timeout."""
-        settings = config.settings()
-        with tempfile.TemporaryDirectory(prefix="cubejit-cc-") as folder:
+        """Compiles ``lowered`` into a shared object with :attr:`toolchain`. Raises
+        CompilationError carrying the compiler's log and the C source when it fails or runs
+        past the compile timeout."""
+        _clean_stale_folders_once()
+        tools = self.toolchain
+        with tempfile.TemporaryDirectory(prefix=FOLDER_PREFIX) as folder:
             work = Path(folder)
             (work / "kernel.c").write_text(lowered.source, encoding="utf-8")
             command = [
-                settings.cc,
-                *compile_flags(settings),
-                *vectoriser_flags(settings.cc),
+                tools.cc,
+                *tools.flags,
+                *tools.tuning,
                 "-o",
                 "kernel.so",
                 "kernel.c",
                 *link_libraries(lowered.source),
             ]
             self._runs.increment()
-            log = _run_compiler(command, work, settings.compile_timeout, lowered)
+            log = _run_compiler(command, work, tools.timeout, lowered)
             try:
                 library = (work / "kernel.so").read_bytes()
             except OSError:
                 raise lowered.failed(
-                    f"the C compiler {settings.cc!r} wrote no shared object\n{log}", log
+                    f"the C compiler {tools.cc!r} wrote no shared object\n{log}", log
                 ) from None
         return CpuArtifact(library, ENTRY, lowered.layout)
 
 
 def _run_compiler(command: list[str], work: Path, timeout: float, lowered: CpuLowered) -> str:
-    """Runs the compiler in its own process group (so a timeout kills the whole of it) and
-    returns its log."""
+    """Runs the compiler (see :mod:`cubejit.backends.cpu.process`) and returns its log."""
     compiler_runs.increment()
     try:
-        process = subprocess.Popen(
-            command,
-            cwd=work,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        finished = run_bounded(command, work, timeout)
     except OSError as e:
         raise lowered.failed(
             f"cannot run the C compiler {command[0]!r}: {e}. "
             "Install a C compiler or point CC at one.",
             str(e),
         ) from None
-    try:
-        output, _ = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        output, _ = process.communicate()
-        log = output.decode("utf-8", "replace")
+    if finished.returncode is None:
         raise lowered.failed(
             f"the C compiler ran past the compile timeout of {timeout:g} s "
             "(CUBEJIT_COMPILE_TIMEOUT) and was killed",
-            log,
-        ) from None
-    log = output.decode("utf-8", "replace")
-    if process.returncode != 0:
-        raise lowered.failed(
-            f"the C compiler failed (exit status {process.returncode}):\n{log}", log
+            finished.log,
         )
-    return log
+    if finished.returncode != 0:
+        raise lowered.failed(
+            f"the C compiler failed (exit status {finished.returncode}):\n{finished.log}",
+            finished.log,
+        )
+    return finished.log
+
+
+_cleaned = threading.Event()
+
+
+def _clean_stale_folders_once() -> None:
+    """At a process's first compile: removes the compile folders that processes killed
+    mid-compile (SIGKILL runs no cleanup) left in the temporary directory."""
+    if not _cleaned.is_set():
+        _cleaned.set()
+        clean_stale_folders(Path(tempfile.gettempdir()))
+
+
+def clean_stale_folders(parent: Path, now: float | None = None) -> int:
+    """Removes the compile folders in ``parent`` that are this user's and older than
+    :data:`STALE_FOLDER_S` (no compile runs that long without writing there); never a
+    symbolic link, another user's folder or anything not named like a compile folder. The
+    number removed."""
+    now = time.time() if now is None else now
+    removed = 0
+    try:
+        names = [n for n in os.listdir(parent) if n.startswith(FOLDER_PREFIX)]
+    except OSError:
+        return 0
+    for name in names:
+        path = parent / name
+        try:
+            found = path.lstat()
+        except OSError:
+            continue
+        if (
+            stat.S_ISDIR(found.st_mode)
+            and found.st_uid == os.getuid()
+            and now - found.st_mtime > STALE_FOLDER_S
+        ):
+            shutil.rmtree(path, ignore_errors=True)
+            removed += 1
+    return removed

@@ -23,7 +23,6 @@ from typing import Any
 
 from cubejit.backends.cpu.artifact import CpuArtifact
 from cubejit.backends.cpu.compiler import CpuCompiler
-from cubejit.backends.cpu.fingerprint import cpu_fingerprint
 from cubejit.compile.id import ArtifactId
 from cubejit.environment import ArtifactStore
 from cubejit.errors import CompilationError
@@ -61,7 +60,11 @@ class CpuTarget:
         self, compiler: CpuCompiler | None = None, store: ArtifactStore | None = None
     ) -> None:
         self._compiler = compiler or CpuCompiler()
-        self.artifacts = store if store is not None else ArtifactStore("cpu", cpu_fingerprint())
+        self.artifacts = (
+            store
+            if store is not None
+            else ArtifactStore("cpu", self._compiler.toolchain.fingerprint())
+        )
         """The compilation store's namespace for this compiler's artifacts."""
         memory = [MEMORY_DIRECTORY] if os.access(MEMORY_DIRECTORY, os.W_OK | os.X_OK) else []
         self._load_folders = [*memory, tempfile.gettempdir()]

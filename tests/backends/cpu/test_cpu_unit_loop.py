@@ -15,8 +15,7 @@ from cpu_ir_builders import arr, b, guarded, kernel, load, pos, scalar
 import cubejit as cj
 from cubejit import config
 from cubejit.backends.cpu.codegen import translation_unit
-from cubejit.backends.cpu.compiler import vectoriser_flags
-from cubejit.backends.cpu.fingerprint import compile_flags
+from cubejit.backends.cpu.fingerprint import compile_flags, vectoriser_flags
 from cubejit.backends.cpu.vector_math import link_libraries
 from cubejit.backends.unit_loop import plan_unit_loop
 from cubejit.ir import nodes as n

@@ -80,6 +80,7 @@ SPECS = [
 ]
 
 
+@pytest.mark.cuda_packages
 @pytest.mark.parametrize("spec", SPECS, ids=repr)
 def test_language_kernels_compile_to_cubins(spec: Any) -> None:
     id = ArtifactId(spec.id(), None)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from cuda_kernels import IRSpec, all_cases
+from cuda_packages import missing_cuda_packages
 
 from cubejit import environment
 from cubejit.backends.cuda.artifact import ELF_MAGIC, ENTRY_POINT, CudaArtifact
@@ -38,6 +39,8 @@ def lowered_and_compiled(compiler: CudaCompiler, spec: Any) -> tuple[Any, CudaAr
 @pytest.fixture(scope="module", params=ARCHS)
 def built(request: pytest.FixtureRequest) -> tuple[CudaCompiler, dict[str, CudaArtifact]]:
     """Every test kernel compiled for one architecture, two at a time."""
+    if missing_cuda_packages() is not None:
+        pytest.skip(f"needs the CUDA packages: {missing_cuda_packages()}")
     if half_include_dir() is None:
         pytest.skip("the CUDA half headers (nvidia-cuda-runtime or a CUDA toolkit) are missing")
     compiler = CudaCompiler(request.param)
@@ -78,6 +81,7 @@ def test_an_artifact_round_trips_through_its_stored_form(built: Any) -> None:
         CudaArtifact.from_stored(b"not a cubin", artifact.metadata())
 
 
+@pytest.mark.cuda_packages
 def test_a_source_nvrtc_refuses_raises_with_its_log_and_the_source() -> None:
     source = 'extern "C" __global__ void cubejit_kernel() { undeclared = 1; }\n'
     with pytest.raises(CompilationError) as caught:
@@ -89,6 +93,7 @@ def test_a_source_nvrtc_refuses_raises_with_its_log_and_the_source() -> None:
     assert error.kernel == "broken"
 
 
+@pytest.mark.cuda_packages
 def test_each_finalize_counts_and_tells_the_hook() -> None:
     seen: list[str] = []
     compiler = CudaCompiler("sm_90a", on_compile=seen.append)
@@ -128,6 +133,7 @@ def test_half_types_without_the_headers_are_unsupported_with_what_to_install(
         CudaCompiler("sm_90a").lower(spec, ArtifactId(spec.id(), None), _Recording(), None)
 
 
+@pytest.mark.cuda_packages
 def test_the_architecture_and_fingerprint_name_the_exact_device() -> None:
     assert arch_name((9, 0)) == "sm_90a"
     assert arch_name((8, 6)) == "sm_86"
@@ -135,6 +141,7 @@ def test_the_architecture_and_fingerprint_name_the_exact_device() -> None:
     assert fingerprint((9, 0)) == f"sm_90-nvrtc{major}.{minor}"
 
 
+@pytest.mark.cuda_packages
 def test_cuda_artifacts_go_through_the_store_and_a_bundle(store_root: Path, tmp_path: Path) -> None:
     compiler = CudaCompiler("sm_90a")
     spec = CASES[0].spec
@@ -156,6 +163,7 @@ def test_cuda_artifacts_go_through_the_store_and_a_bundle(store_root: Path, tmp_
     ENVIRONMENTS.reset()
 
 
+@pytest.mark.cuda_packages
 def test_a_damaged_stored_artifact_is_not_loaded_but_compiled_again(store_root: Path) -> None:
     compiler = CudaCompiler("sm_90a")
     spec = IRSpec(ir.KernelIR("empty", (), (), ()))

@@ -28,12 +28,14 @@ def test_without_the_cuda_packages_the_error_says_what_to_install(
         runtime.client("cuda")
 
 
+@pytest.mark.cuda_packages
 @pytest.mark.skipif(has_gpu(), reason="this machine has a GPU")
 def test_without_a_gpu_the_error_says_no_device_was_found() -> None:
     with pytest.raises(BackendUnavailableError, match="no CUDA device was found"):
         runtime.client("cuda", device=0)
 
 
+@pytest.mark.cuda_packages
 def test_a_device_number_beyond_the_machine_is_not_found() -> None:
     with pytest.raises(BackendUnavailableError, match="no CUDA device"):
         CudaClient(64)

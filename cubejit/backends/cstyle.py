@@ -27,7 +27,7 @@ from cubejit.backends.cstyle_ops import ARITH, COMPARE, FLOAT_MATH, WRAPPING
 from cubejit.errors import UnsupportedError
 from cubejit.ir import nodes as ir
 from cubejit.ir.traversal import walk_exprs
-from cubejit.ir.types import Kind, Scalar, f32, f64, i64, round_float, u32, u64
+from cubejit.ir.types import ArrayType, Kind, Scalar, f32, f64, i64, round_float, u32, u64
 from cubejit.ir.types import bool_ as bool_t
 
 INDENT = "    "
@@ -58,6 +58,12 @@ def local_name(name: str) -> str:
     return f"v_{name}"
 
 
+def buffer_name(buffer: ir.Buffer) -> str:
+    """The C name of a buffer the kernel declares: ``s_x`` for shared memory, ``l_x`` for a
+    local array."""
+    return f"{'s' if buffer.kind is ir.BufferKind.SHARED else 'l'}_{buffer.name}"
+
+
 def position_name(which: ir.Position) -> str:
     """The C name the body reads position ``which`` from (see :attr:`Emitted.positions`)."""
     return f"pos_{which.name.lower()}"
@@ -81,6 +87,8 @@ class Dialect:
     row loop's counter (no wrap to prove), so the C compiler vectorises along it."""
     narrowed: frozenset[str] = frozenset({"f16", "bf16", "i8", "i16", "u8", "u16"})
     """Scalars whose arithmetic C computes in a wider type: results are cast back."""
+    plane_size: int = 1
+    """Units per plane (``PLANE_DIM``)."""
 
     def type_name(self, t: Scalar) -> str:
         try:
@@ -122,7 +130,36 @@ class Dialect:
             return self._product(axis, self.dim_axis)
         if kind is ir.PositionKind.CUBE_COUNT:
             return self._product(axis, self.count_axis)
+        if kind is ir.PositionKind.PLANE_DIM:
+            return f"{self.plane_size}u"
+        if kind is ir.PositionKind.UNIT_POS_PLANE:
+            return self.lane()
         assert_never(kind)
+
+    def lane(self) -> str:
+        """The unit's lane in its plane (``UNIT_POS_PLANE``)."""
+        if self.plane_size == 1:
+            return "0u"
+        return f"({self.position(ir.Position.UNIT_POS)} % {self.plane_size}u)"
+
+    def sync(self, group: ir.SyncCube | ir.SyncPlane) -> str | None:
+        """The statement a barrier is, or None where it needs none (a plane of one unit)."""
+        raise UnsupportedError(f"this backend has no {type(group).__name__} statement")
+
+    def atomic(self, op: ir.AtomicOp, t: Scalar, address: str, args: list[str], call: Call) -> str:
+        """The expression doing ``op`` atomically on the element at ``address`` (a pointer to
+        a ``t``), giving the value held before (a store gives nothing of use). ``call``
+        calls a helper of :meth:`own_helper` and has it defined."""
+        raise UnsupportedError(f"this backend has no atomic {op.value}")
+
+    def plane(self, fn: ir.PlaneFn, t: Scalar, args: list[str], call: Call) -> str:
+        """The expression computing plane operation ``fn`` (its result a ``t``)."""
+        raise UnsupportedError(f"this backend has no {fn.value}")
+
+    def own_helper(self, helper: str, t: Scalar) -> str | None:
+        """The definition of a helper this dialect's :meth:`atomic` or :meth:`plane` calls,
+        or None for the shared helpers of :mod:`~cubejit.backends.cstyle_helpers`."""
+        return None
 
     @staticmethod
     def _flat(axis: int | None, value: Callable[[int], str], extent: Callable[[int], str]) -> str:
@@ -182,6 +219,10 @@ class Dialect:
         return None
 
 
+Call = Callable[[str, Scalar, list[str]], str]
+"""``call(helper, t, args)``: the text calling helper ``cj_<helper>_<t>`` on ``args``."""
+
+
 @dataclass(frozen=True, slots=True)
 class Emitted:
     """A kernel body in a dialect, ready for a backend's wrapper."""
@@ -208,24 +249,40 @@ def emit_body(
     The tensors named in ``contiguous`` have stride 1 along their last dimension (the launch
     checked it), which their indexing then omits. Raises UnsupportedError for a scalar the
     dialect does not have, naming the kernel."""
-    walker = _Walker(kernel, dialect, contiguous)
+    walker = Walker(kernel, dialect, contiguous)
     try:
         return walker.emit(values)
     except UnsupportedError as e:
         raise UnsupportedError(f"kernel {kernel.name}: {e}", kernel=kernel.name) from None
 
 
-class _Walker:
+class Walker:
+    """The walk from IR to text. :func:`emit_body` is its usual use; a backend that places
+    blocks itself (the CPU's regions between barriers) writes them with :meth:`block` into
+    :attr:`lines`, expressions with :meth:`expr`, and then asks :meth:`helper_text`."""
+
     def __init__(
-        self, kernel: ir.KernelIR, dialect: Dialect, contiguous: frozenset[str] = frozenset()
+        self,
+        kernel: ir.KernelIR,
+        dialect: Dialect,
+        contiguous: frozenset[str] = frozenset(),
+        spell: dict[str, str] | None = None,
+        exits: Callable[[ir.Break | ir.Continue | ir.Return], str] | None = None,
     ) -> None:
         self.kernel = kernel
         self.d = dialect
         self.contiguous = contiguous
         self.ranks = {p.name: p.type.rank for p in kernel.tensors()}
         self.params = {p.name for p in kernel.params}
+        self.buffers = {b.name: buffer_name(b) for b in kernel.allocations}
+        self.spell = spell or {}
+        """Names spelled otherwise than by their decoration (a local kept per unit)."""
+        self.exits = exits
+        """How a ``break``/``continue`` outside any loop of the block, or a ``return``, is
+        written, when the caller places the block inside loops of its own."""
         self.helpers: set[tuple[str, Scalar]] = set()
         self.loops = 0
+        self.open_loops = 0
         self.lines: list[str] = []
 
     def emit(self, values: tuple[ir.Expr, ...]) -> Emitted:
@@ -238,10 +295,16 @@ class _Walker:
         for local in self.kernel.locals:
             zero = self.literal(ir.Const(False if local.type == bool_t else 0, local.type))
             head.append(f"{self.d.type_name(local.type)} {local_name(local.name)} = {zero};")
+        for b in self.kernel.allocations:
+            if b.kind is ir.BufferKind.LOCAL:
+                head.append(f"{self.d.type_name(b.elem)} {buffer_name(b)}[{b.size}];")
         self.block(self.kernel.body, 0)
         texts = tuple(self.expr(value) for value in values)
-        helpers = helper_definitions(sorted(self.helpers, key=_helper_key), self.d)
-        return Emitted(helpers, positions, (*head, *self.lines), texts)
+        return Emitted(self.helper_text(), positions, (*head, *self.lines), texts)
+
+    def helper_text(self) -> str:
+        """The definitions of every helper the text written so far calls."""
+        return helper_definitions(sorted(self.helpers, key=_helper_key), self.d)
 
     def line(self, depth: int, text: str) -> None:
         self.lines.append(INDENT * depth + text)
@@ -254,23 +317,71 @@ class _Walker:
         if isinstance(s, ir.Assign):
             self.line(depth, f"{self.var(s.name)} = {self.expr(s.value)};")
         elif isinstance(s, ir.Store):
-            self.line(depth, f"{param_name(s.array)}[{self.expr(s.index)}] = {self.expr(s.value)};")
+            self.line(depth, f"{self.array(s.array)}[{self.expr(s.index)}] = {self.expr(s.value)};")
         elif isinstance(s, ir.If):
             self.if_chain(s, depth, "if")
         elif isinstance(s, ir.RangeFor):
             self.range_for(s, depth)
         elif isinstance(s, ir.While):
             self.line(depth, f"while ({self.expr(s.cond)}) {{")
+            self.open_loops += 1
             self.block(s.body, depth + 1)
+            self.open_loops -= 1
             self.line(depth, "}")
-        elif isinstance(s, ir.Break):
-            self.line(depth, "break;")
-        elif isinstance(s, ir.Continue):
-            self.line(depth, "continue;")
+        elif isinstance(s, ir.Break | ir.Continue):
+            if self.exits is not None and self.open_loops == 0:
+                self.line(depth, self.exits(s))
+            else:
+                self.line(depth, "break;" if isinstance(s, ir.Break) else "continue;")
         elif isinstance(s, ir.Return):
-            self.line(depth, "return;")
+            self.line(depth, "return;" if self.exits is None else self.exits(s))
+        elif isinstance(s, ir.Atomic):
+            self.atomic(s, depth)
+        elif isinstance(s, ir.SyncCube | ir.SyncPlane):
+            text = self.d.sync(s)
+            if text is not None:
+                self.line(depth, text)
+        elif isinstance(s, ir.PlaneOp):
+            t = self.kernel_type(s.result)
+            args = [self.expr(a) for a in s.args]
+            self.line(depth, f"{self.var(s.result)} = {self.d.plane(s.fn, t, args, self.call)};")
         else:
             assert_never(s)
+
+    def atomic(self, s: ir.Atomic, depth: int) -> None:
+        t = self.element(s.array)
+        address = f"&{self.array(s.array)}[{self.expr(s.index)}]"
+        code = self.d.atomic(s.op, t, address, [self.expr(a) for a in s.args], self.call)
+        if s.result is None:
+            self.line(depth, f"{code};")
+        else:
+            self.line(depth, f"{self.var(s.result)} = {code};")
+
+    def kernel_type(self, name: str) -> Scalar:
+        """The type of local or scalar parameter ``name``."""
+        for local in self.kernel.locals:
+            if local.name == name:
+                return local.type
+        for p in self.kernel.params:
+            if p.name == name and isinstance(p.type, Scalar):
+                return p.type
+        raise KeyError(name)
+
+    def element(self, array: str) -> Scalar:
+        """The element type of array parameter or buffer ``array``."""
+        for b in self.kernel.allocations:
+            if b.name == array:
+                return b.elem
+        for p in self.kernel.params:
+            if p.name == array and isinstance(p.type, ArrayType):
+                return p.type.elem
+        raise KeyError(array)
+
+    def array(self, name: str) -> str:
+        """The C spelling of array parameter or buffer ``name``."""
+        if name in self.spell:
+            return self.spell[name]
+        return self.buffers.get(name) or param_name(name)
 
     def if_chain(self, s: ir.If, depth: int, keyword: str) -> None:
         self.line(depth, f"{keyword} ({self.expr(s.cond)}) {{")
@@ -305,11 +416,15 @@ class _Walker:
         header = f"{name} {counter} = {start}; {cond}; {counter} += {step_code}"
         self.line(depth + 1, f"for ({header}) {{")
         self.line(depth + 2, f"{self.var(s.var)} = {counter};")
+        self.open_loops += 1
         self.block(s.body, depth + 2)
+        self.open_loops -= 1
         self.line(depth + 1, "}")
         self.line(depth, "}")
 
     def var(self, name: str) -> str:
+        if name in self.spell:
+            return self.spell[name]
         return param_name(name) if name in self.params else local_name(name)
 
     def literal(self, c: ir.Const) -> str:
@@ -342,7 +457,7 @@ class _Walker:
         if isinstance(e, ir.TensorIndex):
             return self.tensor_index(e)
         if isinstance(e, ir.Load):
-            return f"{param_name(e.array)}[{self.expr(e.index)}]"
+            return f"{self.array(e.array)}[{self.expr(e.index)}]"
         if isinstance(e, ir.Unary):
             return self.unary(e)
         if isinstance(e, ir.Binary):

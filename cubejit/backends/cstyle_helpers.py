@@ -167,6 +167,10 @@ def helper_definitions(helpers: list[tuple[str, Scalar]], dialect: Dialect) -> s
     called by the walker as ``cj_<name>_<scalar>``."""
     texts = []
     for helper, t in helpers:
+        own = dialect.own_helper(helper, t)
+        if own is not None:
+            texts.append(own)
+            continue
         compute = dialect.math_type(t) if t.is_float else t
         unsigned = SCALARS["u" + t.name[1:]] if t.is_int else t
         target = SCALARS[helper.split("_", 1)[1]] if "_" in helper else t

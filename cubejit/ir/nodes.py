@@ -46,6 +46,10 @@ class PositionKind(enum.Enum):
     """Units per cube."""
     CUBE_COUNT = "CUBE_COUNT"
     """Cubes in the launch."""
+    PLANE_DIM = "PLANE_DIM"
+    """Units per plane (the target's, fixed when the kernel is compiled for it)."""
+    UNIT_POS_PLANE = "UNIT_POS_PLANE"
+    """The unit's lane within its plane."""
 
 
 class Axis(enum.IntEnum):
@@ -89,6 +93,8 @@ class Position(enum.Enum):
     CUBE_COUNT_X = (PositionKind.CUBE_COUNT, Axis.X)
     CUBE_COUNT_Y = (PositionKind.CUBE_COUNT, Axis.Y)
     CUBE_COUNT_Z = (PositionKind.CUBE_COUNT, Axis.Z)
+    PLANE_DIM = (PositionKind.PLANE_DIM, None)
+    UNIT_POS_PLANE = (PositionKind.UNIT_POS_PLANE, None)
 
     def __init__(self, kind: PositionKind, axis: Axis | None) -> None:
         self.kind = kind
@@ -421,10 +427,181 @@ class Return:
     """Ends the running unit."""
 
 
-Stmt = Assign | Store | If | RangeFor | While | Break | Continue | Return
+class AtomicOp(enum.Enum):
+    """An operation on one element of an atomic buffer; each but ``STORE`` gives the value the
+    element held before it. Memory order is relaxed."""
+
+    LOAD = "load"
+    STORE = "store"
+    ADD = "fetch_add"
+    SUB = "fetch_sub"
+    MAX = "fetch_max"
+    MIN = "fetch_min"
+    EXCHANGE = "exchange"
+    COMPARE_EXCHANGE = "compare_exchange"
+    """Writes ``value`` where the element equals ``compare``."""
+    AND = "fetch_and"
+    """Integers only, as ``OR`` and ``XOR``."""
+    OR = "fetch_or"
+    XOR = "fetch_xor"
+
+    @property
+    def operands(self) -> int:
+        """Values it takes besides the element: 0 for a load, 2 for compare-exchange."""
+        if self is AtomicOp.LOAD:
+            return 0
+        return 2 if self is AtomicOp.COMPARE_EXCHANGE else 1
+
+
+INT_ATOMICS = frozenset((AtomicOp.AND, AtomicOp.OR, AtomicOp.XOR))
+"""Atomic operations defined on integers only."""
+
+
+@dataclass(frozen=True, slots=True)
+class Atomic:
+    """``result = array[index].op(*args)`` done atomically on an element of the atomic buffer
+    ``array`` (a parameter or shared memory). ``args`` are the operands in the language's
+    order (``compare_exchange(current, new)``), of the element type; ``result`` is a local of
+    that type, None for ``STORE`` only."""
+
+    op: AtomicOp
+    array: str
+    index: Expr
+    args: tuple[Expr, ...]
+    result: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SyncCube:
+    """Every unit of the cube waits here for all; shared and global writes made before it are
+    seen by the cube after it. ``where`` (``file:line``) is for messages only."""
+
+    where: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SyncPlane:
+    """The same as :class:`SyncCube` for the units of one plane."""
+
+    where: str = ""
+
+
+class PlaneFn(enum.Enum):
+    """A plane operation. Reductions and scans take a number (``ALL``/``ANY`` a bool); the
+    exchanges take a value and a ``u32`` lane, mask or delta; ``ELECT`` takes nothing and
+    gives a bool, ``BALLOT`` a bool and gives a ``u32`` mask (lane k in bit k)."""
+
+    SUM = "plane_sum"
+    PROD = "plane_prod"
+    MAX = "plane_max"
+    MIN = "plane_min"
+    ALL = "plane_all"
+    ANY = "plane_any"
+    INCLUSIVE_SUM = "plane_inclusive_sum"
+    EXCLUSIVE_SUM = "plane_exclusive_sum"
+    INCLUSIVE_PROD = "plane_inclusive_prod"
+    EXCLUSIVE_PROD = "plane_exclusive_prod"
+    BROADCAST = "plane_broadcast"
+    SHUFFLE = "plane_shuffle"
+    SHUFFLE_XOR = "plane_shuffle_xor"
+    SHUFFLE_UP = "plane_shuffle_up"
+    SHUFFLE_DOWN = "plane_shuffle_down"
+    ELECT = "plane_elect"
+    BALLOT = "plane_ballot"
+
+    @property
+    def arity(self) -> int:
+        if self is PlaneFn.ELECT:
+            return 0
+        return 2 if self in PLANE_EXCHANGES else 1
+
+    @property
+    def is_plane_uniform(self) -> bool:
+        """Whether every lane gets the same result (a reduction, broadcast or ballot)."""
+        return self in _PLANE_UNIFORM
+
+
+PLANE_EXCHANGES = frozenset(
+    (
+        PlaneFn.BROADCAST,
+        PlaneFn.SHUFFLE,
+        PlaneFn.SHUFFLE_XOR,
+        PlaneFn.SHUFFLE_UP,
+        PlaneFn.SHUFFLE_DOWN,
+    )
+)
+"""Plane operations taking a value and a lane (or mask, or delta)."""
+
+_PLANE_UNIFORM = frozenset(
+    (
+        PlaneFn.SUM,
+        PlaneFn.PROD,
+        PlaneFn.MAX,
+        PlaneFn.MIN,
+        PlaneFn.ALL,
+        PlaneFn.ANY,
+        PlaneFn.BROADCAST,
+        PlaneFn.BALLOT,
+    )
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PlaneOp:
+    """``result = fn(*args)`` computed by the units of a plane together; every lane of the
+    plane must reach it. ``where`` (``file:line``) is for messages only."""
+
+    fn: PlaneFn
+    result: str
+    args: tuple[Expr, ...]
+    where: str = ""
+
+
+Stmt = (
+    Assign
+    | Store
+    | If
+    | RangeFor
+    | While
+    | Break
+    | Continue
+    | Return
+    | Atomic
+    | SyncCube
+    | SyncPlane
+    | PlaneOp
+)
 
 
 # The kernel.
+
+
+class BufferKind(enum.Enum):
+    """Where a buffer the kernel declares lives."""
+
+    SHARED = "shared"
+    """One per cube (``cj.SharedMemory``)."""
+    LOCAL = "local"
+    """One per unit (``cj.LocalArray``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Buffer:
+    """A buffer the kernel declares: ``size`` elements of ``elem``, uninitialised. Loads,
+    stores and atomics name it as they name an array parameter; its length is the constant
+    ``size`` (sizes are comptime, so the frontend folds ``s.len()``)."""
+
+    name: str
+    kind: BufferKind
+    elem: Scalar
+    size: int
+    """Elements; at least 1."""
+    atomic: bool = False
+    """Whether its elements are ``cj.Atomic[elem]``."""
+
+    @property
+    def bytes(self) -> int:
+        return self.size * self.elem.itemsize
 
 
 @dataclass(frozen=True, slots=True)
@@ -456,6 +633,8 @@ class KernelIR:
     locals: tuple[Local, ...]
     """Every local the body assigns, in order of first assignment."""
     body: tuple[Stmt, ...]
+    allocations: tuple[Buffer, ...] = ()
+    """Shared memory and local arrays the body uses, in order of declaration."""
 
     def arrays(self) -> tuple[Param, ...]:
         """The array parameters, in signature order."""
@@ -468,6 +647,16 @@ class KernelIR:
     def buffers(self) -> dict[str, BufferType]:
         """The type of each array and tensor parameter, by name."""
         return {p.name: p.type for p in self.params if isinstance(p.type, ArrayType | TensorType)}
+
+    def shared_bytes(self) -> int:
+        """Bytes of shared memory one cube holds, all its buffers together."""
+        return sum(b.bytes for b in self.allocations if b.kind is BufferKind.SHARED)
+
+    def has(self, kind: type) -> bool:
+        """Whether a statement of kind ``kind`` appears anywhere in the body."""
+        from cubejit.ir.traversal import walk_stmts
+
+        return any(isinstance(s, kind) for s in walk_stmts(self.body))
 
     def __str__(self) -> str:
         from cubejit.ir.printer import print_kernel

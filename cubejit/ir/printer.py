@@ -12,6 +12,8 @@ from typing import assert_never
 
 from cubejit.ir.nodes import (
     Assign,
+    Atomic,
+    AtomicOp,
     Binary,
     BinaryOp,
     Bitcast,
@@ -25,6 +27,7 @@ from cubejit.ir.nodes import (
     Length,
     Load,
     Math,
+    PlaneOp,
     PositionOf,
     RangeFor,
     Return,
@@ -33,6 +36,8 @@ from cubejit.ir.nodes import (
     Stmt,
     Store,
     Stride,
+    SyncCube,
+    SyncPlane,
     TensorIndex,
     Unary,
     UnaryOp,
@@ -84,6 +89,9 @@ def print_kernel(kernel: KernelIR) -> str:
     params = ", ".join(f"{p.name}: {p.type}" for p in kernel.params)
     lines = [f"kernel {kernel.name}({params}):"]
     lines += [f"{_INDENT}let {local.name}: {local.type}" for local in kernel.locals]
+    for b in kernel.allocations:
+        elem = f"Atomic[{b.elem}]" if b.atomic else str(b.elem)
+        lines.append(f"{_INDENT}{b.kind.value} {b.name}: {elem}[{b.size}]")
     _block(kernel.body, 1, lines)
     return "\n".join(lines) + "\n"
 
@@ -138,6 +146,20 @@ def _stmt(stmt: Stmt, depth: int, lines: list[str]) -> None:
         lines.append(f"{pad}continue")
     elif isinstance(stmt, Return):
         lines.append(f"{pad}return")
+    elif isinstance(stmt, Atomic):
+        args = ", ".join(print_expr(a) for a in stmt.args)
+        call = f"{stmt.array}[{print_expr(stmt.index)}].{stmt.op.value}({args})"
+        if stmt.op is AtomicOp.STORE or stmt.result is None:
+            lines.append(f"{pad}{call}")
+        else:
+            lines.append(f"{pad}{stmt.result} = {call}")
+    elif isinstance(stmt, SyncCube):
+        lines.append(f"{pad}sync_cube()")
+    elif isinstance(stmt, SyncPlane):
+        lines.append(f"{pad}sync_plane()")
+    elif isinstance(stmt, PlaneOp):
+        args = ", ".join(print_expr(a) for a in stmt.args)
+        lines.append(f"{pad}{stmt.result} = {stmt.fn.value}({args})")
     else:
         assert_never(stmt)
 

@@ -149,11 +149,13 @@ def own_traits(s: ir.Stmt, values: Mapping[str, Value]) -> Traits:
     """What ``s`` itself does: its own effect and the expressions it evaluates, without the
     statements of its nested blocks."""
     reads = frozenset(_access(values, name) for e in operands(s) for name in _buffers_read(e))
-    return replace(_effect(s, values), reads=reads)
+    effect = _effect(s, values)
+    return replace(effect, reads=reads | effect.reads)
 
 
 def _effect(s: ir.Stmt, values: Mapping[str, Value]) -> Traits:
-    """What ``s`` itself does besides evaluating its expressions (its ``reads`` are empty)."""
+    """What ``s`` itself does besides evaluating its expressions (its ``reads`` are only what
+    the effect itself reads: an atomic's element)."""
     if isinstance(s, ir.Assign):
         return Traits(assigns=frozenset((s.name,)))
     if isinstance(s, ir.Store):
@@ -168,6 +170,17 @@ def _effect(s: ir.Stmt, values: Mapping[str, Value]) -> Traits:
         return Traits(exits=frozenset((Exit.CONTINUE,)))
     if isinstance(s, ir.Return):
         return Traits(exits=frozenset((Exit.RETURN,)))
+    if isinstance(s, ir.Atomic):
+        element = frozenset((_access(values, s.array),))
+        written = frozenset() if s.op is ir.AtomicOp.LOAD else element
+        assigned = frozenset() if s.result is None else frozenset((s.result,))
+        return Traits(element, written, assigned)
+    if isinstance(s, ir.SyncCube):
+        return Traits(synchronises=Group.CUBE, converged=Group.CUBE)
+    if isinstance(s, ir.SyncPlane):
+        return Traits(synchronises=Group.PLANE, converged=Group.PLANE)
+    if isinstance(s, ir.PlaneOp):
+        return Traits(assigns=frozenset((s.result,)), converged=Group.PLANE)
     assert_never(s)
 
 
@@ -185,7 +198,18 @@ def traits(s: ir.Stmt, values: Mapping[str, Value]) -> Traits:
     elif isinstance(s, ir.RangeFor | ir.While):
         body = block_traits(s.body, values)
         result = result.join(replace(body, exits=body.exits - _LOOP_EXITS))
-    elif not isinstance(s, ir.Assign | ir.Store | ir.Break | ir.Continue | ir.Return):
+    elif not isinstance(
+        s,
+        ir.Assign
+        | ir.Store
+        | ir.Break
+        | ir.Continue
+        | ir.Return
+        | ir.Atomic
+        | ir.SyncCube
+        | ir.SyncPlane
+        | ir.PlaneOp,
+    ):
         assert_never(s)
     return result
 

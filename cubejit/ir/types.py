@@ -67,11 +67,18 @@ class ArrayType:
 
     elem: Scalar
     """The element type."""
+    atomic: bool = False
+    """Whether the elements are ``cj.Atomic[elem]`` (read and written by atomic operations
+    only); at launch such an array takes a buffer of ``elem``."""
 
     def __str__(self) -> str:
+        if self.atomic:
+            return f"Array[Atomic[{self.elem.name}]]"
         return f"Array[{self.elem.name}]"
 
     def __repr__(self) -> str:
+        if self.atomic:
+            return f"cj.Array[cj.Atomic[cj.{self.elem.name}]]"
         return f"cj.Array[cj.{self.elem.name}]"
 
 

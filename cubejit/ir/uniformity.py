@@ -6,15 +6,19 @@ passes ask how uniform a value is before they compute it once for many units (th
 hoisted bounds guard needs one bound for the whole launch).
 
 Levels are ordered: a value the same for the whole launch is also the same within a cube and
-within a plane. Parameters, constants, lengths, ``CUBE_DIM`` and ``CUBE_COUNT`` are
-:attr:`Uniform.LAUNCH`; ``CUBE_POS*`` is :attr:`Uniform.CUBE`; ``UNIT_POS*`` and
-``ABSOLUTE_POS*`` are :attr:`Uniform.UNIT`. An operation is as uniform as its least uniform
-operand. A load is as uniform as its index when no statement of the kernel writes the buffer
-(every unit reads the same memory), else :attr:`Uniform.UNIT`; with ``promise_loads`` every load
-counts as :attr:`Uniform.LAUNCH` (the barrier rule takes data-dependent conditions as the
-author's promise). A name is as uniform as the least uniform value assigned to it, and as the
-control flow at each assignment: under an ``if`` on a unit-varying condition, after a
-unit-varying ``return``, or in a loop whose trip count varies, a name differs between units.
+within a plane. Parameters, constants, lengths, ``CUBE_DIM``, ``CUBE_COUNT`` and ``PLANE_DIM``
+are :attr:`Uniform.LAUNCH`; ``CUBE_POS*`` is :attr:`Uniform.CUBE`; ``UNIT_POS*``,
+``ABSOLUTE_POS*`` and ``UNIT_POS_PLANE`` are :attr:`Uniform.UNIT`. An atomic's result is
+:attr:`Uniform.UNIT`; a plane reduction's, broadcast's or ballot's :attr:`Uniform.PLANE`, any
+other plane operation's :attr:`Uniform.UNIT`. An operation is as uniform as its least uniform
+operand, except that ``UNIT_POS // PLANE_DIM`` and ``UNIT_POS < m`` (or ``>=``) with ``m`` a
+multiple of ``PLANE_DIM`` are :attr:`Uniform.PLANE`: planes are consecutive runs of units. A
+load is as uniform as its index when no statement of the kernel writes the buffer (every unit
+reads the same memory), else :attr:`Uniform.UNIT`; with ``promise_loads`` every load counts as
+:attr:`Uniform.LAUNCH` (the barrier rule takes data-dependent conditions as the author's
+promise). A name is as uniform as the least uniform value assigned to it, and as the control
+flow at each assignment: under an ``if`` on a unit-varying condition, after a unit-varying
+``return``, or in a loop whose trip count varies, a name differs between units.
 """
 
 from __future__ import annotations
@@ -48,6 +52,8 @@ _POSITIONS = {
     ir.PositionKind.CUBE_POS: Uniform.CUBE,
     ir.PositionKind.CUBE_DIM: Uniform.LAUNCH,
     ir.PositionKind.CUBE_COUNT: Uniform.LAUNCH,
+    ir.PositionKind.PLANE_DIM: Uniform.LAUNCH,
+    ir.PositionKind.UNIT_POS_PLANE: Uniform.UNIT,
 }
 
 
@@ -76,6 +82,8 @@ class Uniformity:
             if self.promise_loads:
                 return Uniform.LAUNCH
             return Uniform.UNIT if e.array in self.written else self.of(e.index)
+        if isinstance(e, ir.Binary) and _splits_at_planes(e):
+            return max(Uniform.PLANE, self.of(e.rhs))
         if isinstance(
             e, ir.TensorIndex | ir.Unary | ir.Binary | ir.Cast | ir.Bitcast | ir.Math | ir.Select
         ):
@@ -87,6 +95,25 @@ class Uniformity:
         either every unit of a cube reaches it or none does. ``s`` must be a statement object
         of the analysed kernel."""
         return self.control[id(s)]
+
+
+def _splits_at_planes(e: ir.Binary) -> bool:
+    """Whether ``e`` is ``UNIT_POS // PLANE_DIM``, or ``UNIT_POS < m`` or ``UNIT_POS >= m``
+    with ``m`` a multiple of ``PLANE_DIM``: the same for every lane of a plane, since planes
+    are consecutive runs of ``PLANE_DIM`` units."""
+    if e.lhs != ir.PositionOf(ir.Position.UNIT_POS):
+        return False
+    if e.op is ir.BinaryOp.FLOORDIV:
+        return e.rhs == _PLANE_DIM
+    if e.op not in (ir.BinaryOp.LT, ir.BinaryOp.GE):
+        return False
+    m = e.rhs
+    if m == _PLANE_DIM:
+        return True
+    return isinstance(m, ir.Binary) and m.op is ir.BinaryOp.MUL and _PLANE_DIM in (m.lhs, m.rhs)
+
+
+_PLANE_DIM = ir.PositionOf(ir.Position.PLANE_DIM)
 
 
 def analyse(kernel: ir.KernelIR, *, promise_loads: bool = False) -> Uniformity:
@@ -142,6 +169,14 @@ class _Analysis:
             self.leaving = max(self.leaving, control)
         elif isinstance(s, ir.Return):
             self.returning = max(self.returning, control)
+        elif isinstance(s, ir.Atomic):
+            if s.result is not None:
+                self.assign(s.result, Uniform.UNIT)
+        elif isinstance(s, ir.SyncCube | ir.SyncPlane):
+            pass
+        elif isinstance(s, ir.PlaneOp):
+            level = Uniform.PLANE if s.fn.is_plane_uniform else Uniform.UNIT
+            self.assign(s.result, max(control, level))
         else:
             assert_never(s)
 

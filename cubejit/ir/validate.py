@@ -14,9 +14,14 @@ import math
 from typing import NoReturn, assert_never
 
 from cubejit.errors import ValidationError
+from cubejit.ir.barriers import check_barrier_rule, check_cooperation
 from cubejit.ir.capabilities import Capabilities
 from cubejit.ir.nodes import (
+    INT_ATOMICS,
+    PLANE_EXCHANGES,
     Assign,
+    Atomic,
+    AtomicOp,
     Binary,
     BinaryOp,
     Bitcast,
@@ -31,6 +36,8 @@ from cubejit.ir.nodes import (
     Load,
     Math,
     MathFn,
+    PlaneFn,
+    PlaneOp,
     Position,
     PositionOf,
     RangeFor,
@@ -40,6 +47,8 @@ from cubejit.ir.nodes import (
     Stmt,
     Store,
     Stride,
+    SyncCube,
+    SyncPlane,
     TensorIndex,
     Unary,
     UnaryOp,
@@ -81,6 +90,7 @@ def validate(kernel: KernelIR) -> None:
         raise ValidationError(
             f"kernel {kernel.name}: invalid IR: {exc}", kernel=kernel.name
         ) from None
+    check_barrier_rule(kernel)
 
 
 def _fail(message: str) -> NoReturn:
@@ -104,7 +114,9 @@ class _Checker:
         self.scalars: dict[str, Scalar] = {}
         """Names an Assign or Var may use: scalar parameters and locals."""
         self.arrays: dict[str, BufferType] = {}
-        """Array and tensor parameters."""
+        """Array and tensor parameters, and the buffers the kernel allocates."""
+        self.allocated: set[str] = set()
+        """Arrays the kernel allocates (shared memory, local arrays) rather than receives."""
         self.local_names: set[str] = set()
         self.assigned: set[str] = set()
 
@@ -130,6 +142,16 @@ class _Checker:
             seen.add(local.name)
             self.scalars[local.name] = _scalar(local.type, f"local {local.name}")
             self.local_names.add(local.name)
+        for buffer in self.kernel.allocations:
+            _check_name(buffer.name, buffer.kind.value)
+            if buffer.name in seen:
+                _fail(f"{buffer.kind.value} buffer {buffer.name} shares another name")
+            seen.add(buffer.name)
+            _scalar(buffer.elem, f"the elements of {buffer.name}")
+            if not isinstance(buffer.size, int) or buffer.size < 1:
+                _fail(f"{buffer.name} has {buffer.size!r} elements; a buffer has at least 1")
+            self.arrays[buffer.name] = ArrayType(buffer.elem, buffer.atomic)
+            self.allocated.add(buffer.name)
         self.block(self.kernel.body, loops=0)
         for name in sorted(self.local_names - self.assigned):
             _fail(f"local {name} is declared but never assigned")
@@ -160,6 +182,8 @@ class _Checker:
             self.expect(stmt.value, declared, f"the value assigned to {stmt.name}")
         elif isinstance(stmt, Store):
             array = self.array(stmt.array)
+            if _is_atomic(array):
+                _fail(f"{stmt.array} holds atomics, written by an atomic store")
             self.buffer_index(stmt.array, stmt.index)
             self.expect(stmt.value, array.elem, f"the value stored into {stmt.array}")
         elif isinstance(stmt, If):
@@ -181,8 +205,52 @@ class _Checker:
         elif isinstance(stmt, Break | Continue):
             if loops == 0:
                 _fail(f"{type(stmt).__name__.lower()} outside a loop")
-        elif not isinstance(stmt, Return):
+        elif isinstance(stmt, Atomic):
+            self.atomic(stmt)
+        elif isinstance(stmt, PlaneOp):
+            self.plane(stmt)
+        elif not isinstance(stmt, Return | SyncCube | SyncPlane):
             assert_never(stmt)
+
+    def atomic(self, stmt: Atomic) -> None:
+        array = self.array(stmt.array)
+        if not _is_atomic(array):
+            _fail(f"{stmt.array} is not an array of atomics")
+        elem = array.elem
+        if not (elem.is_int or elem.is_float) or elem.bits not in (32, 64):
+            _fail(f"atomics take 32- and 64-bit numbers, not {elem}")
+        if stmt.op in INT_ATOMICS and not elem.is_int:
+            _fail(f"{stmt.op.value} takes integers, not {elem}")
+        self.buffer_index(stmt.array, stmt.index)
+        if len(stmt.args) != stmt.op.operands:
+            _fail(f"{stmt.op.value} takes {stmt.op.operands} value(s), not {len(stmt.args)}")
+        for arg in stmt.args:
+            self.expect(arg, elem, f"a value of {stmt.op.value}")
+        if stmt.op is AtomicOp.STORE:
+            if stmt.result is not None:
+                _fail("an atomic store gives no value")
+        elif stmt.result is None or self.target(stmt.result) != elem:
+            _fail(f"the result of {stmt.op.value} is a local of type {elem}")
+
+    def plane(self, stmt: PlaneOp) -> None:
+        fn = stmt.fn
+        if len(stmt.args) != fn.arity:
+            _fail(f"{fn.value} takes {fn.arity} value(s), not {len(stmt.args)}")
+        result = self.target(stmt.result)
+        if fn is PlaneFn.ELECT:
+            expected = bool_
+        elif fn is PlaneFn.BALLOT:
+            self.expect(stmt.args[0], bool_, f"the value of {fn.value}")
+            expected = u32
+        else:
+            expected = self.expr(stmt.args[0])
+            boolean = fn in (PlaneFn.ALL, PlaneFn.ANY)
+            if boolean != (expected == bool_) and fn not in PLANE_EXCHANGES:
+                _fail(f"{fn.value} does not take {expected}")
+        if fn in PLANE_EXCHANGES:
+            self.expect(stmt.args[1], u32, f"the lane of {fn.value}")
+        if result != expected:
+            _fail(f"the result of {fn.value} is {expected}, not {result}")
 
     def array(self, name: str) -> BufferType:
         if name not in self.arrays:
@@ -234,6 +302,8 @@ class _Checker:
                 _fail(f"a position must be a Position of type u32: {expr!r}")
         elif isinstance(expr, Length):
             self.array(expr.array)
+            if expr.array in self.allocated:
+                _fail(f"the length of {expr.array} is its constant size, not a Length")
             if t != u32:
                 _fail(f"the length of {expr.array} must be u32")
         elif isinstance(expr, Shape | Stride):
@@ -251,6 +321,8 @@ class _Checker:
         elif isinstance(expr, Load):
             if self.array(expr.array).elem != t:
                 _fail(f"a load from {expr.array} must have its element type")
+            if _is_atomic(self.arrays[expr.array]):
+                _fail(f"{expr.array} holds atomics, read by an atomic load")
             self.buffer_index(expr.array, expr.index)
         elif isinstance(expr, Unary):
             self.unary(expr)
@@ -332,6 +404,10 @@ class _Checker:
             _fail(f"{expr.fn.value} does not take {expr.type}")
 
 
+def _is_atomic(t: BufferType) -> bool:
+    return isinstance(t, ArrayType) and t.atomic
+
+
 def _brief(stmt: object) -> str:
     if not is_stmt(stmt):
         return repr(stmt)
@@ -375,6 +451,7 @@ def _check_capabilities(
             or item.width * item.elem.itemsize > capabilities.max_line_bytes
         ):
             _fail(f"{value.name} has lines of {item}, which this target has not")
+    check_cooperation(kernel, capabilities, _fail)
     for stmt in walk_stmts(kernel.body):
         done = own_traits(stmt, values)
         if done.synchronises is not None and done.synchronises not in capabilities.barriers:

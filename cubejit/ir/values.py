@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import assert_never
 
-from cubejit.ir.nodes import KernelIR
+from cubejit.ir.nodes import BufferKind, KernelIR
 from cubejit.ir.types import ArrayType, Scalar, TensorType
 
 
@@ -79,6 +79,8 @@ class Value:
     """A buffer's memory space; None for scalars."""
     rank: int = 0
     """Dimensions of a buffer (1 for an array); 0 for scalars."""
+    atomic: bool = False
+    """Whether a buffer's elements are atomics (``cj.Atomic[T]``)."""
 
 
 def declared(kernel: KernelIR) -> Mapping[str, Value]:
@@ -91,7 +93,7 @@ def declared(kernel: KernelIR) -> Mapping[str, Value]:
             values[param.name] = Value(param.name, ValueKind.SCALAR_PARAM, Item(t), None)
         elif isinstance(t, ArrayType):
             values[param.name] = Value(
-                param.name, ValueKind.GLOBAL_BUFFER, Item(t.elem), MemorySpace.GLOBAL, 1
+                param.name, ValueKind.GLOBAL_BUFFER, Item(t.elem), MemorySpace.GLOBAL, 1, t.atomic
             )
         elif isinstance(t, TensorType):
             values[param.name] = Value(
@@ -101,4 +103,13 @@ def declared(kernel: KernelIR) -> Mapping[str, Value]:
             assert_never(t)
     for local in kernel.locals:
         values[local.name] = Value(local.name, ValueKind.LOCAL_SCALAR, Item(local.type), None)
+    for buffer in kernel.allocations:
+        kind, space = _BUFFER_KINDS[buffer.kind]
+        values[buffer.name] = Value(buffer.name, kind, Item(buffer.elem), space, 1, buffer.atomic)
     return values
+
+
+_BUFFER_KINDS = {
+    BufferKind.SHARED: (ValueKind.SHARED_BUFFER, MemorySpace.SHARED),
+    BufferKind.LOCAL: (ValueKind.LOCAL_ARRAY, MemorySpace.LOCAL),
+}

@@ -22,6 +22,10 @@ class Array:
     """``cj.Array[T]``: a one-dimensional buffer of the scalar ``T`` (indexable, ``.len()``)."""
 
     def __class_getitem__(cls, elem: object) -> ArrayType:
+        from cubejit.lang.cooperation import AtomicType
+
+        if isinstance(elem, AtomicType):
+            return ArrayType(elem.elem, atomic=True)
         if not isinstance(elem, Scalar):
             raise TypeError(f"cj.Array[...] takes a scalar type such as cj.f32, not {elem!r}")
         return ArrayType(elem)

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from cubejit.errors import CompilationError, UnsupportedError
-from cubejit.ir.nodes import Assign, Expr, Param, Stmt, Var
+from cubejit.ir.nodes import Assign, Buffer, Expr, Param, Stmt, Var
 from cubejit.ir.traversal import walk_expr
 from cubejit.ir.types import Scalar
 from cubejit.lang.frame import Frame
@@ -54,6 +54,8 @@ class Builder:
         self.used: set[str] = {p.name for p in params}
         self.locals: dict[str, Scalar] = {}
         self.block: list[Stmt] = []
+        self.allocations: list[Buffer] = []
+        """Shared memory and local arrays declared so far, in order."""
         self.frames: list[Frame] = []
         self.inlined: dict[str, int] = {}
         """How many times each function name was inlined so far (numbers its copies)."""

@@ -29,7 +29,8 @@ from cubejit.ir.nodes import (
 from cubejit.ir.types import ArrayType, Scalar, TensorType, bool_, f32, u32
 from cubejit.lang import intrinsics
 from cubejit.lang.annotations import ComptimeType
-from cubejit.lang.expressions import ExpressionRules
+from cubejit.lang.cooperation import Collective
+from cubejit.lang.cooperative_calls import CooperationRules
 from cubejit.lang.frame import Binding, ConstBinding, Frame, LocalBinding
 from cubejit.lang.function import Function
 from cubejit.lang.operators import bitcast, cast, fold_binary, math_call
@@ -52,7 +53,7 @@ _INSTEAD = {
 _BUFFER_METHODS = frozenset(("len", "rank", "shape", "stride", "coordinate"))
 
 
-class CallRules(ExpressionRules):
+class CallRules(CooperationRules):
     """The call half of the expression translator."""
 
     def expr_Call(self, node: ast.Call) -> Value:
@@ -61,6 +62,9 @@ class CallRules(ExpressionRules):
             target = self.expr(func.value)
             if isinstance(target, ArrayRef):
                 return self.buffer_method(target, func.attr, node)
+        cooperative = self.cooperative_call(node)
+        if cooperative is not None:
+            return cooperative
         callee = self.expr(func)
         text = Spelling(node)
         if not isinstance(callee, PyObject):
@@ -68,6 +72,8 @@ class CallRules(ExpressionRules):
         obj = callee.obj
         if isinstance(obj, Function):
             return self.inline(obj, node)
+        if isinstance(obj, Collective):
+            return self.collective(obj, node)
         if any(isinstance(a, ast.Starred) for a in node.args) or node.keywords:
             raise Problem(
                 f"`{callee.spelling}` takes positional arguments only, in `{text}`",
@@ -124,6 +130,8 @@ class CallRules(ExpressionRules):
         if method == "len":
             if node.args:
                 raise Problem("`.len()` takes no arguments")
+            if ref.length is not None:
+                return Literal(ref.length)
             return Length(ref.name)
         t = ref.type
         if not isinstance(t, TensorType) or t.rank is None:

@@ -290,6 +290,11 @@ class ExpressionRules(Builder):
                 "`a[i]`; compute a flat index for 2-D data",
                 unsupported=True,
             )
+        if array.type.atomic:
+            raise Problem(
+                f"`{ast.unparse(node.value)}` holds atomics; read an element with "
+                f"`{ast.unparse(node)}.load()`"
+            )
         return Load(array.name, self.index(node.slice), array.type.elem)
 
     def tensor_index(

@@ -28,11 +28,15 @@ def translate(
     source: PySource,
     signature: list[tuple[str, ParamAnnotation]],
     comptime: Mapping[str, bool | int | float],
+    cube_dim: tuple[int, int, int] | None = None,
+    plane_dim: int | None = None,
 ) -> KernelIR:
     """The IR of the kernel ``source`` with ``comptime`` values folded in.
 
     Raises :class:`~cubejit.errors.CompilationError` (or ``UnsupportedError``) naming the kernel,
-    the file and line, and what to write instead.
+    the file and line, and what to write instead. ``cube_dim`` and ``plane_dim`` (the
+    target's units per plane) give ``cj.CUBE_DIM*`` and ``cj.PLANE_DIM`` their values where a
+    comptime int is needed (buffer sizes, ``cj.unroll`` bounds).
     """
     params = tuple(
         Param(name, t) for name, t in signature if isinstance(t, Scalar | ArrayType | TensorType)
@@ -40,7 +44,7 @@ def translate(
     retyped: dict[str, Scalar] = {}
     while True:
         try:
-            return _attempt(source, signature, comptime, params, retyped)
+            return _attempt(source, signature, comptime, params, retyped, cube_dim, plane_dim)
         except Retranslate as again:
             retyped = again.types
 
@@ -51,9 +55,13 @@ def _attempt(
     comptime: Mapping[str, bool | int | float],
     params: tuple[Param, ...],
     retyped: dict[str, Scalar],
+    cube_dim: tuple[int, int, int] | None,
+    plane_dim: int | None,
 ) -> KernelIR:
     """One translation, with the locals in ``retyped`` declared in those types."""
     translator = Translator(source.name, params, retyped)
+    translator.cube_dim = cube_dim
+    translator.plane_dim = plane_dim
     frame = Frame(source, "", source.assigned)
     for name, t in signature:
         if isinstance(t, ArrayType | TensorType):
@@ -70,7 +78,9 @@ def _attempt(
     except Problem as problem:
         raise translator.error(source.tree, problem) from None
     locals_ = tuple(Local(name, t) for name, t in translator.locals.items())
-    return KernelIR(source.name, params, locals_, tuple(translator.block))
+    return KernelIR(
+        source.name, params, locals_, tuple(translator.block), tuple(translator.allocations)
+    )
 
 
 def _comptime(source: PySource, name: str, value: bool | int | float) -> Literal:

@@ -81,7 +81,7 @@ class KernelSpec:
         self.file = kernel.file
         self.line = kernel.line
         self._id: KernelId | None = None
-        self._ir: KernelIR | None = None
+        self._ir: dict[int | None, KernelIR] = {}
         self._lock = threading.Lock()
 
     def id(self) -> KernelId:
@@ -96,18 +96,25 @@ class KernelSpec:
             self._id = KernelId(self.name, info, self.cube_dim)
         return self._id
 
-    def define(self) -> KernelIR:
-        """The kernel's validated IR for these comptime values. Raises
-        :class:`~cubejit.errors.CompilationError` (``UnsupportedError``, ``ValidationError``)
-        naming the kernel, file and line."""
-        ir = self._ir
+    def define(self, plane_dim: int | None = None) -> KernelIR:
+        """The kernel's validated IR for these comptime values, on a target whose planes have
+        ``plane_dim`` units (a backend passes its own; None where the kernel does not size
+        anything by ``cj.PLANE_DIM``). Raises :class:`~cubejit.errors.CompilationError`
+        (``UnsupportedError``, ``ValidationError``) naming the kernel, file and line."""
+        ir = self._ir.get(plane_dim)
         if ir is None:
             with self._lock:
-                if self._ir is None:
-                    built = translate(self.kernel.source, self.signature, self.comptime)
+                if plane_dim not in self._ir:
+                    built = translate(
+                        self.kernel.source,
+                        self.signature,
+                        self.comptime,
+                        self.cube_dim,
+                        plane_dim,
+                    )
                     validate(built)
-                    self._ir = built
-                ir = self._ir
+                    self._ir[plane_dim] = built
+                ir = self._ir[plane_dim]
         return ir
 
     def __repr__(self) -> str:

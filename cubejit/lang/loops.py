@@ -134,7 +134,7 @@ class LoopRules(CallRules):
         if not (isinstance(callee, PyObject) and callee.obj is builtins.range):
             raise Problem("cj.unroll takes one `range(...)`: `cj.unroll(range(N))`")
         bounds = self._bounds(inner, self.operands(inner.args))  # type: ignore[union-attr, arg-type]
-        values = [b.value if isinstance(b, Literal) else None for b in bounds]
+        values = [self.comptime_int(b) for b in bounds]
         if any(not isinstance(v, int) or isinstance(v, bool) for v in values):
             raise Problem(
                 "cj.unroll needs a range of constants (cj.Comptime[int] parameters and "

@@ -91,3 +91,9 @@ def kernel_parameters(source: PySource) -> list[tuple[str, ParamAnnotation]]:
             )
         params.append((arg.arg, annotation_of(source, arg.annotation)))
     return params
+
+
+def resolve(source: PySource, node: ast.expr) -> object:
+    """The Python object a type expression of ``source`` names (``cj.SharedMemory[cj.f32]``),
+    resolved as annotations are; a :class:`Problem` at ``node`` if it names nothing."""
+    return _evaluate(source, node)

@@ -203,6 +203,14 @@ class StatementRules(JumpRules, CallRules):
                         unsupported=True,
                     ),
                 )
+            if array.type.atomic:
+                raise self.error(
+                    target,
+                    Problem(
+                        f"`{ast.unparse(target.value)}` holds atomics; write an element with "
+                        f"`{ast.unparse(target)}.store(v)`"
+                    ),
+                )
             scalar, index = self.operands([target.slice], done=[self.as_scalar(value, target)])
             element = coerce(
                 scalar, array.type.elem, f"an element of `{ast.unparse(target.value)}`"
@@ -235,6 +243,9 @@ class StatementRules(JumpRules, CallRules):
             )
         if isinstance(binding, ConstBinding) and binding.origin == "unroll":
             raise Problem(f"`{name}` is the index of a cj.unroll loop and cannot be assigned")
+        if binding is None and isinstance(value, ArrayRef) and value.length is not None:
+            frame.env[name] = value
+            return
         if isinstance(binding, ArrayRef) or isinstance(value, ArrayRef):
             raise Problem(
                 "arrays cannot be assigned or renamed; index them (`a[i] = v`) or "

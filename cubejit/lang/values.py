@@ -64,10 +64,14 @@ class Literal:
 
 @dataclass(frozen=True, slots=True)
 class ArrayRef:
-    """An array or tensor parameter, by its IR name (a tensor's type has its rank)."""
+    """An array or tensor parameter (a tensor's type has its rank), or a buffer the kernel
+    allocated, by its IR name."""
 
     name: str
     type: BufferType
+    length: int | None = None
+    """An allocated buffer's (comptime) size; None for a parameter, whose length is known at
+    launch."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,8 +54,21 @@ SAMPLES: dict[type, tuple[n.Stmt, ...]] = {
         n.RangeFor("k", n.Const(0, i32), n.Const(2, i32), n.Const(1, i32), (n.Continue(),)),
     ),
     n.Return: (n.If(FLAG, (n.Return(),)),),
+    n.Atomic: (
+        n.Atomic(n.AtomicOp.ADD, "hist", n.Const(0, u32), (n.Const(1, u32),), "j"),
+        n.Atomic(n.AtomicOp.STORE, "hist", n.Const(1, u32), (n.Var("j", u32),), None),
+    ),
+    n.SyncCube: (n.Store("tile", n.PositionOf(n.Position.UNIT_POS), S), n.SyncCube()),
+    n.SyncPlane: (n.SyncPlane(),),
+    n.PlaneOp: (
+        n.PlaneOp(n.PlaneFn.SUM, "s", (S,)),
+        n.PlaneOp(n.PlaneFn.SHUFFLE_DOWN, "s", (S, n.Const(1, u32))),
+    ),
 }
 """A block holding an instance of each node class."""
+
+COLLECTIVES = (n.SyncCube, n.SyncPlane, n.PlaneOp)
+"""Kinds every unit of a group must reach: a sample holding one runs before the guard."""
 
 _PRELUDE = (
     n.Assign("s", n.Const(0.5, f32)),
@@ -67,10 +80,16 @@ _PRELUDE = (
 
 def sample_kernel(block: tuple[n.Stmt, ...], guarded: bool) -> n.KernelIR:
     """A valid kernel running ``block``: with ``guarded``, under ``if i < out.len()``."""
-    work = (*_PRELUDE, *block, n.Store("out", UNIT, S))
+    together = [s for s in block if isinstance(s, COLLECTIVES)]
+    if together:
+        prelude, block, tail = (*_PRELUDE, *block), (), (n.Store("out", UNIT, S),)
+    else:
+        prelude, tail = (), (*_PRELUDE, *block, n.Store("out", UNIT, S))
+    work = tail
     if guarded:
         bound = n.Binary(n.BinaryOp.LT, UNIT, n.Length("out"), bool_)
         work = (n.If(bound, work),)
+    work = (*prelude, *work)
     return n.KernelIR(
         "samples.kernel",
         (
@@ -78,6 +97,7 @@ def sample_kernel(block: tuple[n.Stmt, ...], guarded: bool) -> n.KernelIR:
             n.Param("x", ArrayType(f32)),
             n.Param("out", ArrayType(f32)),
             n.Param("t", TensorType(f32, 2)),
+            n.Param("hist", ArrayType(u32, atomic=True)),
         ),
         (
             n.Local("i", u32),
@@ -87,4 +107,5 @@ def sample_kernel(block: tuple[n.Stmt, ...], guarded: bool) -> n.KernelIR:
             n.Local("flag", bool_),
         ),
         (n.Assign("i", n.PositionOf(n.Position.ABSOLUTE_POS)), *work),
+        (n.Buffer("tile", n.BufferKind.SHARED, f32, 64),),
     )

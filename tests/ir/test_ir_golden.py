@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_each_position_is_a_kind_and_an_axis() -> None:
-    assert len(n.Position) == len(n.PositionKind) * 4
+    planes = (n.PositionKind.PLANE_DIM, n.PositionKind.UNIT_POS_PLANE)
+    assert len(n.Position) == (len(n.PositionKind) - len(planes)) * 4 + len(planes)
     for p in n.Position:
         assert n.Position.of(p.kind, p.axis) is p
         suffix = "" if p.axis is None else f"_{p.axis.name}"

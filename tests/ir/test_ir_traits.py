@@ -11,6 +11,7 @@ from cubejit.ir import nodes as n
 from cubejit.ir.traits import (
     Access,
     Exit,
+    Group,
     Traits,
     assignments,
     block_traits,
@@ -24,9 +25,15 @@ from cubejit.ir.values import Item, MemorySpace, ValueKind, declared
 
 KERNEL = n.KernelIR(
     "traits.kernel",
-    (n.Param("a", f32), n.Param("x", ArrayType(f32)), n.Param("out", ArrayType(f32))),
+    (
+        n.Param("a", f32),
+        n.Param("x", ArrayType(f32)),
+        n.Param("out", ArrayType(f32)),
+        n.Param("hist", ArrayType(u32, atomic=True)),
+    ),
     (n.Local("i", u32), n.Local("s", f32), n.Local("k", i32)),
     (),
+    (n.Buffer("tile", n.BufferKind.SHARED, f32, 32),),
 )
 VALUES = declared(KERNEL)
 UNIT = n.Var("i", u32)
@@ -34,6 +41,8 @@ X_I = n.Load("x", UNIT, f32)
 X = Access("x", MemorySpace.GLOBAL)
 OUT = Access("out", MemorySpace.GLOBAL)
 LOOP_END = n.Const(4, i32)
+HIST = Access("hist", MemorySpace.GLOBAL)
+TILE = Access("tile", MemorySpace.SHARED)
 
 
 def _range(body: tuple[n.Stmt, ...]) -> n.RangeFor:
@@ -61,6 +70,20 @@ CASES = {
     "break": (n.Break(), Traits(exits=frozenset((Exit.BREAK,)))),
     "continue": (n.Continue(), Traits(exits=frozenset((Exit.CONTINUE,)))),
     "return": (n.Return(), Traits(exits=frozenset((Exit.RETURN,)))),
+    "atomic": (
+        n.Atomic(n.AtomicOp.ADD, "hist", UNIT, (n.Const(1, u32),), "i"),
+        Traits(frozenset((HIST,)), frozenset((HIST,)), frozenset(("i",))),
+    ),
+    "atomic load": (
+        n.Atomic(n.AtomicOp.LOAD, "hist", n.Cast(X_I, u32), (), "i"),
+        Traits(frozenset((HIST, X)), assigns=frozenset(("i",))),
+    ),
+    "sync_cube": (n.SyncCube(), Traits(synchronises=Group.CUBE, converged=Group.CUBE)),
+    "sync_plane": (n.SyncPlane(), Traits(synchronises=Group.PLANE, converged=Group.PLANE)),
+    "plane operation": (
+        n.PlaneOp(n.PlaneFn.SUM, "s", (n.Load("tile", UNIT, f32),)),
+        Traits(frozenset((TILE,)), assigns=frozenset(("s",)), converged=Group.PLANE),
+    ),
 }
 
 

@@ -19,10 +19,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from cubejit.backends.cpu import cooperation
 from cubejit.backends.cpu.layout import COUNT_SLOTS, SLOT_BYTES, slots
+from cubejit.backends.cpu.regions import cube_body, needs_regions
 from cubejit.backends.cpu.vector_math import vector_declarations, vector_name
 from cubejit.backends.cstyle import (
     INDENT,
+    Call,
     Dialect,
     emit_body,
     length_name,
@@ -32,6 +35,7 @@ from cubejit.backends.cstyle import (
 )
 from cubejit.backends.unit_loop import plan_unit_loop
 from cubejit.errors import UnsupportedError
+from cubejit.ir import nodes as ir
 from cubejit.ir.nodes import KernelIR, Position
 from cubejit.ir.types import ArrayType, Scalar, TensorType
 from cubejit.runtime.layout import SlotKind, param_slots
@@ -81,11 +85,42 @@ class CDialect(Dialect):
     def cube_axis(self, axis: int) -> str:
         return f"cj_cube_{_AXES[axis]}"
 
+    def sync(self, group: ir.SyncCube | ir.SyncPlane) -> str | None:
+        """A plane is one unit, so ``sync_plane`` waits for no one; ``sync_cube`` splits the
+        cube's regions (:mod:`cubejit.backends.cpu.regions`) and never reaches the walker."""
+        if isinstance(group, ir.SyncPlane):
+            return None
+        return super().sync(group)
+
+    def atomic(self, op: ir.AtomicOp, t: Scalar, address: str, args: list[str], call: Call) -> str:
+        return cooperation.atomic(op, t, address, args, call)
+
+    def plane(self, fn: ir.PlaneFn, t: Scalar, args: list[str], call: Call) -> str:
+        zero, one = (self.literal_of(v, t) for v in (0, 1))
+        return cooperation.plane(fn, t, args, zero, one)
+
+    def literal_of(self, value: int, t: Scalar) -> str:
+        if t.is_float:
+            return self.float_literal(float(value), t)
+        return self.int_literal(value, t)
+
+    def own_helper(self, helper: str, t: Scalar) -> str | None:
+        return cooperation.atomic_helper(helper, t, self.helper_qualifier, self.type_name)
+
     def dim_axis(self, axis: int) -> str:
         return f"CJ_DIM_{_AXES[axis].upper()}"
 
     def count_axis(self, axis: int) -> str:
         return f"cj_count_{_AXES[axis]}"
+
+
+
+class _CubeLevel(CDialect):
+    """Cube-level conditions and bounds of a kernel run as regions: read as unit 0 reads
+    them (they are cube-uniform)."""
+
+    def unit_axis(self, axis: int) -> str:
+        return "0u"
 
 
 class _RowStart(CDialect):
@@ -135,10 +170,59 @@ def translation_unit(
             raise UnsupportedError(
                 f"kernel {kernel.name}: this backend has no {t.name}", kernel=kernel.name
             )
-    loop = plan_unit_loop(kernel)
-    dialect = CDialect(loop.lead)
-    bound = () if loop.bound is None else (loop.bound,)
-    body = emit_body(replace(kernel, body=loop.body), dialect, bound, contiguous)
+    counts = [
+        f"uint32_t cj_count_{a} = (uint32_t)cj_slot(cj_args, {i * SLOT_BYTES});"
+        for i, a in enumerate(_AXES[:COUNT_SLOTS])
+    ]
+    if needs_regions(kernel):
+        helpers, cube = cube_body(kernel, CDialect(None), _CubeLevel(None), contiguous)
+        _, reads, _ = _arguments(kernel, CDialect(None))
+        unit: list[str] = []
+        defines = ["#define CJ_UNITS (CJ_DIM_X * CJ_DIM_Y * CJ_DIM_Z)"]
+    else:
+        helpers, unit, cube, reads = _unit_loop(kernel, contiguous)
+        defines = []
+    declarations = vector_declarations("\n".join((helpers, *unit, *cube)))
+    parts = [
+        _PROLOGUE,
+        *([declarations, ""] if declarations else []),
+        f"#define CJ_ALIGN {align}",
+        *(f"#define CJ_DIM_{a.upper()} {d}u" for a, d in zip(_AXES, cube_dim, strict=True)),
+        *defines,
+        "",
+        "static inline uint64_t cj_slot(const unsigned char *args, size_t offset) {",
+        f"{INDENT}uint64_t value;",
+        f"{INDENT}memcpy(&value, args + offset, sizeof value);",
+        f"{INDENT}return value;",
+        "}",
+        "",
+    ]
+    if helpers:
+        parts += [helpers, ""]
+    if unit:
+        parts += [*unit, ""]
+    parts += [
+        f"void {ENTRY}(const unsigned char *cj_args) {{",
+        *(f"{INDENT}{line}" for line in (*counts, *reads)),
+        f"{INDENT}const int64_t cj_cubes = (int64_t)cj_count_x * cj_count_y * cj_count_z;",
+        f"{INDENT}const int64_t cj_chunk = cj_cubes / (16 * omp_get_max_threads()) + 1;",
+        f"{INDENT}#pragma omp parallel for schedule(dynamic, cj_chunk) if(cj_cubes > 1)",
+        f"{INDENT}for (int64_t cj_c = 0; cj_c < cj_cubes; ++cj_c) {{",
+        f"{INDENT * 2}const uint32_t cj_cube_x = (uint32_t)(cj_c % cj_count_x);",
+        f"{INDENT * 2}const uint32_t cj_cube_y = (uint32_t)((cj_c / cj_count_x) % cj_count_y);",
+        f"{INDENT * 2}const uint32_t cj_cube_z = "
+        "(uint32_t)(cj_c / ((int64_t)cj_count_x * cj_count_y));",
+        *(f"{INDENT * 2}{line}" for line in cube),
+        f"{INDENT}}}",
+        "}",
+        "",
+    ]
+    return "\n".join(parts)
+
+
+def _arguments(kernel: KernelIR, dialect: CDialect) -> tuple[list[str], list[str], list[str]]:
+    """The unit function's parameters, the entry's lines reading the arguments, and the
+    values the entry passes the unit function."""
     signature, reads, values = [], [], []
     layout = param_slots(kernel.params)
     for p, slot in zip(layout, slots(layout), strict=True):
@@ -171,12 +255,21 @@ def translation_unit(
             signature.append(f"{scalar} {name}")
             values.append(name)
             reads += [f"{scalar} {name};", f"memcpy(&{name}, cj_args + {offset}, sizeof {name});"]
+    return signature, reads, values
+
+
+def _unit_loop(
+    kernel: KernelIR, contiguous: frozenset[str]
+) -> tuple[str, list[str], list[str], list[str]]:
+    """A kernel without barriers: its helpers, its unit function, the lines running one
+    cube's rows of units through it, and the entry's reads of the arguments."""
+    loop = plan_unit_loop(kernel)
+    dialect = CDialect(loop.lead)
+    bound = () if loop.bound is None else (loop.bound,)
+    body = emit_body(replace(kernel, body=loop.body), dialect, bound, contiguous)
+    signature, reads, values = _arguments(kernel, dialect)
     signature.append(_POSITION_ARGS)
     values.append(_POSITION_VALUES)
-    counts = [
-        f"uint32_t cj_count_{a} = (uint32_t)cj_slot(cj_args, {i * SLOT_BYTES});"
-        for i, a in enumerate(_AXES[:COUNT_SLOTS])
-    ]
     if body.values:
         reads.append(f"const uint32_t cj_bound = {body.values[0]};")
     row = [
@@ -194,42 +287,11 @@ def translation_unit(
         *(f"{INDENT}{line}" for line in body.lines),
         "}",
     ]
-    declarations = vector_declarations("\n".join((body.helpers, *unit)))
-    parts = [
-        _PROLOGUE,
-        *([declarations, ""] if declarations else []),
-        f"#define CJ_ALIGN {align}",
-        *(f"#define CJ_DIM_{a.upper()} {d}u" for a, d in zip(_AXES, cube_dim, strict=True)),
-        "",
-        "static inline uint64_t cj_slot(const unsigned char *args, size_t offset) {",
-        f"{INDENT}uint64_t value;",
-        f"{INDENT}memcpy(&value, args + offset, sizeof value);",
-        f"{INDENT}return value;",
-        "}",
-        "",
-    ]
-    if body.helpers:
-        parts += [body.helpers, ""]
-    parts += [
-        *unit,
-        "",
-        f"void {ENTRY}(const unsigned char *cj_args) {{",
-        *(f"{INDENT}{line}" for line in (*counts, *reads)),
-        f"{INDENT}const int64_t cj_cubes = (int64_t)cj_count_x * cj_count_y * cj_count_z;",
-        f"{INDENT}const int64_t cj_chunk = cj_cubes / (16 * omp_get_max_threads()) + 1;",
-        f"{INDENT}#pragma omp parallel for schedule(dynamic, cj_chunk) if(cj_cubes > 1)",
-        f"{INDENT}for (int64_t cj_c = 0; cj_c < cj_cubes; ++cj_c) {{",
-        f"{INDENT * 2}const uint32_t cj_cube_x = (uint32_t)(cj_c % cj_count_x);",
-        f"{INDENT * 2}const uint32_t cj_cube_y = (uint32_t)((cj_c / cj_count_x) % cj_count_y);",
-        f"{INDENT * 2}const uint32_t cj_cube_z = "
-        "(uint32_t)(cj_c / ((int64_t)cj_count_x * cj_count_y));",
-        f"{INDENT * 2}for (uint32_t cj_unit_z = 0; cj_unit_z < CJ_DIM_Z; ++cj_unit_z) {{",
-        f"{INDENT * 3}for (uint32_t cj_unit_y = 0; cj_unit_y < CJ_DIM_Y; ++cj_unit_y) {{",
-        *(f"{INDENT * 4}{line}" for line in row),
-        f"{INDENT * 3}}}",
-        f"{INDENT * 2}}}",
+    cube = [
+        "for (uint32_t cj_unit_z = 0; cj_unit_z < CJ_DIM_Z; ++cj_unit_z) {",
+        f"{INDENT}for (uint32_t cj_unit_y = 0; cj_unit_y < CJ_DIM_Y; ++cj_unit_y) {{",
+        *(f"{INDENT * 2}{line}" for line in row),
         f"{INDENT}}}",
         "}",
-        "",
     ]
-    return "\n".join(parts)
+    return body.helpers, unit, cube, reads

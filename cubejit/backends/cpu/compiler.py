@@ -127,7 +127,7 @@ class CpuCompiler:
             raise ValidationError(
                 f"kernel {kernel.name} ({where}): {e}", kernel=kernel.name
             ) from None
-        kernel_ir = kernel.define()
+        kernel_ir = kernel.define(plane_dim=self.capabilities.plane_size)
         validate_for(kernel_ir, self.capabilities, cube_dim)  # type: ignore[arg-type]
         recording.defined(str(kernel_ir))
         contiguous = contiguity(kernel_ir, mask)

@@ -50,6 +50,9 @@ class CudaArtifact:
     :data:`~cubejit.backends.cuda.coarsening.NO_ALIAS`), whichever variant this artifact is; 1
     when that form is the plain one, so a launch need not check its arguments for overlap. A
     no-alias artifact with more takes the user's cube count along x as a last parameter."""
+    dynamic_shared: int = 0
+    """Bytes of dynamic shared memory every launch passes (a kernel whose shared buffers are
+    past 48 KiB); the load opts the function in to that much."""
 
     def metadata(self) -> dict[str, object]:
         """Everything but the cubin, as JSON-able values."""
@@ -59,6 +62,7 @@ class CudaArtifact:
             "arch": self.arch,
             "params": [s.to_json() for s in self.params],
             "coarsening": self.coarsening,
+            "dynamic_shared": self.dynamic_shared,
         }
 
     @classmethod
@@ -80,6 +84,7 @@ class CudaArtifact:
             arch=str(meta["arch"]),
             params=tuple(read(item) for item in params),
             coarsening=int(meta["coarsening"]),  # type: ignore[call-overload]
+            dynamic_shared=int(meta.get("dynamic_shared", 0)),  # type: ignore[call-overload]
         )
 
 

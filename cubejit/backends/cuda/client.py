@@ -147,6 +147,7 @@ class CudaClient:
             self._driver.cuLaunchKernel,
             self._stream,
             coarsening=handle.coarsening,
+            shared_bytes=handle.dynamic_shared,
             variant=variant,
             load=load,
         ).launch

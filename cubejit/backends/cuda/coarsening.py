@@ -7,9 +7,10 @@ device-to-device copy on an H200. The *no-alias* form of a kernel (the artifact 
 runs cubes ``b * FACTOR`` to ``b * FACTOR + FACTOR - 1`` of the user's launch, thread ``t`` unit
 ``t`` of each, so the units of one cube are still consecutive threads and accesses stay
 coalesced. Every position of every unit is computed as the user's launch defines it (the launch
-passes its cube count along x as a last kernel parameter). That is exact because units cannot
-communicate: the language has no shared memory and no barrier, so which thread runs a unit is
-not observable.
+passes its cube count along x as a last kernel parameter). That is exact only where the units
+of a thread cannot tell that they share it: a kernel that declares shared memory or local
+arrays, waits at a barrier or runs a plane operation is never coarsened (the traits say so),
+and atomics on global memory stay atomic whichever thread runs them.
 
 When every unit of a thread exists and passes the kernel's bounds guard (see
 :func:`~cubejit.backends.unit_loop.plan_unit_loop`), the units run unguarded, one after another,
@@ -89,7 +90,7 @@ def _coarsenable(work: Traits) -> bool:
 def coarsen(kernel: ir.KernelIR, cube_dim: tuple[int, int, int]) -> Coarsened | None:
     """``kernel`` with :data:`FACTOR` cubes per CUDA block, for cubes of ``cube_dim``; ``None``
     when the kernel keeps one unit per thread (see the module's doc)."""
-    if cube_dim[1:] != (1, 1):
+    if cube_dim[1:] != (1, 1) or kernel.allocations:
         return None
     plan = plan_unit_loop(kernel)
     if plan.bound is None:
@@ -261,7 +262,21 @@ class _Rewrite:
             return ir.Store(s.array, self.expr(s.index), self.expr(s.value))
         if isinstance(s, ir.If):
             return ir.If(self.expr(s.cond), self.block(s.then), self.block(s.orelse))
-        if isinstance(s, ir.RangeFor | ir.While | ir.Break | ir.Continue | ir.Return):
+        if isinstance(s, ir.Atomic):
+            result = None if s.result is None else self.renames.get(s.result, s.result)
+            args = tuple(self.expr(a) for a in s.args)
+            return ir.Atomic(s.op, s.array, self.expr(s.index), args, result)
+        if isinstance(
+            s,
+            ir.RangeFor
+            | ir.While
+            | ir.Break
+            | ir.Continue
+            | ir.Return
+            | ir.SyncCube
+            | ir.SyncPlane
+            | ir.PlaneOp,
+        ):
             raise _KeepOnePerThread
         assert_never(s)
 

@@ -18,6 +18,7 @@ from cubejit.backends.cuda import nvrtc
 from cubejit.backends.cuda.artifact import ENTRY_POINT, CudaArtifact, ParamSlot, param_slots
 from cubejit.backends.cuda.capabilities import cuda_capabilities
 from cubejit.backends.cuda.coarsening import FACTOR, NO_ALIAS, coarsen
+from cubejit.backends.cuda.cooperation import dynamic_shared_bytes
 from cubejit.backends.cuda.dialect import cuda_source, needs_half_headers
 from cubejit.backends.cuda.driver import ARCHITECTURAL_LIMITS, CudaLimits
 from cubejit.compile.id import ArtifactId
@@ -42,6 +43,9 @@ class CudaLowered:
     coarsening: int = 1
     """Cubes along x per CUDA block in the kernel's no-alias form (see
     :attr:`CudaArtifact.coarsening`)."""
+    dynamic_shared: int = 0
+    """Bytes of dynamic shared memory a launch passes (see
+    :attr:`CudaArtifact.dynamic_shared`)."""
 
 
 class CudaCompiler:
@@ -87,7 +91,7 @@ class CudaCompiler:
                 kernel=kernel.name,
             )
         self.limits.check_cube_dim(kernel.cube_dim, kernel.name, where)
-        ir = kernel.define()
+        ir = kernel.define(plane_dim=self.capabilities.plane_size)
         validate_for(ir, self.capabilities, kernel.cube_dim)
         recording.defined(str(ir))
         needs_half = needs_half_headers(ir)
@@ -106,7 +110,8 @@ class CudaCompiler:
         source = cuda_source(ir, coarsened, no_alias=variant is NO_ALIAS, contiguous=contiguous)
         recording.source(source)
         factor = 1 if coarsened is None else FACTOR
-        return CudaLowered(source, param_slots(ir), needs_half, kernel.name, factor)
+        shared = dynamic_shared_bytes(ir)
+        return CudaLowered(source, param_slots(ir), needs_half, kernel.name, factor, shared)
 
     @staticmethod
     def source(lowered: CudaLowered) -> str:
@@ -126,4 +131,11 @@ class CudaCompiler:
             include_dirs=(folder,) if folder else (),
             kernel=lowered.kernel,
         )
-        return CudaArtifact(cubin, ENTRY_POINT, self.arch, lowered.params, lowered.coarsening)
+        return CudaArtifact(
+            cubin,
+            ENTRY_POINT,
+            self.arch,
+            lowered.params,
+            lowered.coarsening,
+            lowered.dynamic_shared,
+        )

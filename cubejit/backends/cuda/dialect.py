@@ -22,6 +22,7 @@ import math
 import struct
 
 from cubejit.backends.cstyle import (
+    Call,
     Dialect,
     emit_body,
     length_name,
@@ -29,6 +30,7 @@ from cubejit.backends.cstyle import (
     shape_name,
     stride_name,
 )
+from cubejit.backends.cuda import cooperation
 from cubejit.backends.cuda.artifact import ENTRY_POINT
 from cubejit.backends.cuda.coarsening import FACTOR, Coarsened, written_arrays
 from cubejit.ir import nodes as ir
@@ -60,6 +62,30 @@ class CudaDialect(Dialect):
     }
     helper_qualifier = "static __device__ __forceinline__"
     offset_type = u32
+    plane_size = 32
+
+    def lane(self) -> str:
+        return "cj_plane_lane()"
+
+    def sync(self, group: ir.SyncCube | ir.SyncPlane) -> str | None:
+        if isinstance(group, ir.SyncCube):
+            return "__syncthreads();"
+        return "__syncwarp(cj_plane_mask());"
+
+    def atomic(self, op: ir.AtomicOp, t: Scalar, address: str, args: list[str], call: Call) -> str:
+        return cooperation.atomic(op, t, address, args, call)
+
+    def plane(self, fn: ir.PlaneFn, t: Scalar, args: list[str], call: Call) -> str:
+        return cooperation.plane(fn, t, self.type_name(t), args, call)
+
+    def own_helper(self, helper: str, t: Scalar) -> str | None:
+        atomic = cooperation.atomic_helper(helper, t, self.helper_qualifier)
+        if atomic is not None:
+            return atomic
+        literals = (self.int_literal(0, t), self.int_literal(1, t))
+        if t.is_float:
+            literals = (self.float_literal(0.0, t), self.float_literal(1.0, t))
+        return cooperation.plane_helper(helper, t, self.helper_qualifier, self.type_name, literals)
 
     def unit_axis(self, axis: int) -> str:
         return f"threadIdx.{_AXES[axis]}"
@@ -235,8 +261,11 @@ def cuda_source(
         head = [*_tensor_lengths(kernel), *_coarsened_head(coarsened)]
     if needs_half_headers(kernel):
         sections.append("#include <cuda_fp16.h>\n#include <cuda_bf16.h>")
+    if cooperation.uses_planes(kernel):
+        sections.append(cooperation.PLANE_PRELUDE)
     if emitted.helpers:
         sections.append(emitted.helpers)
+    head = [*cooperation.shared_declarations(kernel, DIALECT.type_name), *head]
     body = "".join(f"    {line}\n" for line in (*head, *emitted.lines))
     return (
         "".join(f"{section}\n\n" for section in sections)

@@ -62,7 +62,9 @@ class CudaLimits(DeviceLimits):
     compute_capability: tuple[int, int]
     """``(major, minor)``: ``(9, 0)`` on an H100 or H200."""
     max_shared_memory: int
-    """Bytes of shared memory one block may use without opting in to more."""
+    """Bytes of shared memory one block may use, all its buffers together: the device's
+    opt-in maximum (227 KiB on an H100 or H200), which a kernel past 48 KiB reaches through the
+    dynamic shared-memory attribute set when it is loaded."""
 
 
 ARCHITECTURAL_LIMITS = CudaLimits(
@@ -169,5 +171,8 @@ def read_limits(device: Any) -> CudaLimits:
             get(attr.CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y),
             get(attr.CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z),
         ),
-        max_shared_memory=get(attr.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK),
+        max_shared_memory=max(
+            get(attr.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK),
+            get(attr.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
+        ),
     )

@@ -189,7 +189,8 @@ def _launch_source(key: tuple[Any, ...]) -> str:
         + "".join(f" and {c}" for c in same)
         + ":",
         "            status, = launch_kernel(",
-        "                m_function, m_blocks, m_gy, m_gz, BX, BY, BZ, 0, stream, pointers, 0,",
+        "                m_function, m_blocks, m_gy, m_gz, BX, BY, BZ, SHARED, stream, pointers,",
+        "                0,",
         "            )",
         "        else:",
         *(f"        {line}" for line in _first_sight(key)),
@@ -300,7 +301,7 @@ def _first_sight(key: tuple[Any, ...]) -> list[str]:
         ]
     lines += [
         "    status, = launch_kernel(",
-        f"        {function}, {blocks}, gy, gz, BX, BY, BZ, 0, stream, pointers, 0",
+        f"        {function}, {blocks}, gy, gz, BX, BY, BZ, SHARED, stream, pointers, 0",
         "    )",
         "    if own and not status:",
         f"        m_function, m_blocks, m_gy, m_gz = {function}, {blocks}, gy, gz",
@@ -367,6 +368,7 @@ class Launcher:
         coarsening: int = 1,
         variant: Any = None,
         load: Callable[[Any], Any] | None = None,
+        shared_bytes: int = 0,
     ) -> None:
         """``function`` and ``stream`` are the handles ``launch_kernel`` (``cuLaunchKernel`` of
         ``cuda.bindings``) takes; it is called with the pointer array's address.
@@ -376,7 +378,7 @@ class Launcher:
         :data:`~cubejit.backends.cuda.coarsening.NO_ALIAS`) and ``load(other_variant)`` gives
         the other's function the first time a launch needs it. For a kernel with tensors,
         ``variant`` is ``(None, mask)`` and ``load((None, other_mask))`` gives the artifact of
-        another contiguity."""
+        another contiguity. ``shared_bytes`` is the dynamic shared memory every launch passes."""
         self._client = client
         self._params = params
         self._kernel = kernel
@@ -391,6 +393,7 @@ class Launcher:
         base = ctypes.addressof(self._values)
         self._pointers = (ctypes.c_void_p * count)(*(base + SLOT_BYTES * i for i in range(count)))
         namespace = self._namespace(function, stream, launch_kernel, struct.Struct(fmt), cube_dim)
+        namespace["SHARED"] = shared_bytes
         if coarsening > 1 and not has_tensors:
             fast = variant is NO_ALIAS
             namespace.update(

@@ -48,6 +48,8 @@ class CudaKernelHandle:
     coarsening: int = 1
     """Cubes along x per CUDA block in the kernel's no-alias form (see
     :attr:`~cubejit.backends.cuda.artifact.CudaArtifact.coarsening`)."""
+    dynamic_shared: int = 0
+    """Bytes of dynamic shared memory each launch passes."""
 
 
 class CudaTarget:
@@ -98,7 +100,18 @@ class CudaTarget:
             what=f"find {artifact.entry} in the cubin of {id}",
             error=CompilationError,
         )
-        return CudaKernelHandle(function, artifact.params, module, artifact.coarsening)
+        if artifact.dynamic_shared:
+            call(
+                driver.cuFuncSetAttribute,
+                function,
+                driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                artifact.dynamic_shared,
+                what=f"give {id} {artifact.dynamic_shared} bytes of dynamic shared memory",
+                error=CompilationError,
+            )
+        return CudaKernelHandle(
+            function, artifact.params, module, artifact.coarsening, artifact.dynamic_shared
+        )
 
     def store(self, id: ArtifactId[Any], artifact: CudaArtifact, source: str | None) -> bool:
         ingredients = {"arch": artifact.arch}

@@ -28,7 +28,7 @@ class HandSpec:
     def id(self) -> KernelId:
         return self._id
 
-    def define(self) -> n.KernelIR:
+    def define(self, plane_dim: int | None = None) -> n.KernelIR:
         self.defined += 1
         return self.ir
 

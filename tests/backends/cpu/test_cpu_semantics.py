@@ -216,6 +216,8 @@ def test_every_position_matches_its_definition(cpu: CpuClient, cube_dim, cube_co
         "CUBE_POS": cube[0] + cube[1] * cube_count[0] + cube[2] * cube_count[0] * cube_count[1],
         "CUBE_DIM": np.full(total, np.prod(cube_dim)),
         "CUBE_COUNT": np.full(total, np.prod(cube_count)),
+        "PLANE_DIM": np.full(total, 1),
+        "UNIT_POS_PLANE": np.zeros(total),
     }
     for axis, letter in enumerate("XYZ"):
         want[f"ABSOLUTE_POS_{letter}"] = (x, y, z)[axis]

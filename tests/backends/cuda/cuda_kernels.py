@@ -57,7 +57,7 @@ class IRSpec:
     def id(self) -> KernelId:
         return KernelId(self.kernel.name, repr(self.kernel), self.cube_dim)
 
-    def define(self) -> ir.KernelIR:
+    def define(self, plane_dim: int | None = None) -> ir.KernelIR:
         return self.kernel
 
 
@@ -533,6 +533,8 @@ def expected_positions(
                                 "CUBE_COUNT_X": cx,
                                 "CUBE_COUNT_Y": cy,
                                 "CUBE_COUNT_Z": cz,
+                                "PLANE_DIM": 32,
+                                "UNIT_POS_PLANE": (tx + ty * dx + tz * dx * dy) % 32,
                             }
                             out[values["ABSOLUTE_POS"]] = [values[p.value] for p in POSITIONS]
     return out.reshape(-1)

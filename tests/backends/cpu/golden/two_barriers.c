@@ -1,0 +1,73 @@
+#include <math.h>
+#include <omp.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#define CJ_ALIGN 64
+#define CJ_DIM_X 64u
+#define CJ_DIM_Y 1u
+#define CJ_DIM_Z 1u
+#define CJ_UNITS (CJ_DIM_X * CJ_DIM_Y * CJ_DIM_Z)
+
+static inline uint64_t cj_slot(const unsigned char *args, size_t offset) {
+    uint64_t value;
+    memcpy(&value, args + offset, sizeof value);
+    return value;
+}
+
+static inline uint32_t cj_mod_u32(uint32_t a, uint32_t b) {
+    return b == 0 ? 0 : a % b;
+}
+
+void cubejit_launch(const unsigned char *cj_args) {
+    uint32_t cj_count_x = (uint32_t)cj_slot(cj_args, 0);
+    uint32_t cj_count_y = (uint32_t)cj_slot(cj_args, 8);
+    uint32_t cj_count_z = (uint32_t)cj_slot(cj_args, 16);
+    float *p_x = (float *)__builtin_assume_aligned((void *)(uintptr_t)cj_slot(cj_args, 24), CJ_ALIGN);
+    uint32_t n_x = (uint32_t)cj_slot(cj_args, 32);
+    float *p_out = (float *)__builtin_assume_aligned((void *)(uintptr_t)cj_slot(cj_args, 40), CJ_ALIGN);
+    uint32_t n_out = (uint32_t)cj_slot(cj_args, 48);
+    const int64_t cj_cubes = (int64_t)cj_count_x * cj_count_y * cj_count_z;
+    const int64_t cj_chunk = cj_cubes / (16 * omp_get_max_threads()) + 1;
+    #pragma omp parallel for schedule(dynamic, cj_chunk) if(cj_cubes > 1)
+    for (int64_t cj_c = 0; cj_c < cj_cubes; ++cj_c) {
+        const uint32_t cj_cube_x = (uint32_t)(cj_c % cj_count_x);
+        const uint32_t cj_cube_y = (uint32_t)((cj_c / cj_count_x) % cj_count_y);
+        const uint32_t cj_cube_z = (uint32_t)(cj_c / ((int64_t)cj_count_x * cj_count_y));
+        float s_shared[64] __attribute__((aligned(64)));
+        uint32_t v_i[CJ_UNITS];
+        float v_t[CJ_UNITS];
+        uint32_t v_u[CJ_UNITS];
+        for (uint32_t cj_unit_z = 0; cj_unit_z < CJ_DIM_Z; ++cj_unit_z) {
+            for (uint32_t cj_unit_y = 0; cj_unit_y < CJ_DIM_Y; ++cj_unit_y) {
+                for (uint32_t cj_unit_x = 0; cj_unit_x < CJ_DIM_X; ++cj_unit_x) {
+                    const uint32_t cj_u = cj_unit_x + CJ_DIM_X * (cj_unit_y + CJ_DIM_Y * cj_unit_z);
+                    const uint32_t pos_absolute_pos = (((cj_cube_x * CJ_DIM_X) + cj_unit_x) + (((cj_cube_y * CJ_DIM_Y) + cj_unit_y) * (cj_count_x * CJ_DIM_X)) + (((cj_cube_z * CJ_DIM_Z) + cj_unit_z) * (cj_count_x * CJ_DIM_X) * (cj_count_y * CJ_DIM_Y)));
+                    const uint32_t pos_unit_pos = (cj_unit_x + (cj_unit_y * CJ_DIM_X) + (cj_unit_z * CJ_DIM_X * CJ_DIM_Y));
+                    v_u[cj_u] = pos_unit_pos;
+                    v_i[cj_u] = pos_absolute_pos;
+                    s_shared[v_u[cj_u]] = p_x[v_i[cj_u]];
+                }
+            }
+        }
+        for (uint32_t cj_unit_z = 0; cj_unit_z < CJ_DIM_Z; ++cj_unit_z) {
+            for (uint32_t cj_unit_y = 0; cj_unit_y < CJ_DIM_Y; ++cj_unit_y) {
+                for (uint32_t cj_unit_x = 0; cj_unit_x < CJ_DIM_X; ++cj_unit_x) {
+                    const uint32_t cj_u = cj_unit_x + CJ_DIM_X * (cj_unit_y + CJ_DIM_Y * cj_unit_z);
+                    const uint32_t pos_cube_dim = (CJ_DIM_X * CJ_DIM_Y * CJ_DIM_Z);
+                    v_t[cj_u] = s_shared[cj_mod_u32((v_u[cj_u] + 1u), pos_cube_dim)];
+                }
+            }
+        }
+        for (uint32_t cj_unit_z = 0; cj_unit_z < CJ_DIM_Z; ++cj_unit_z) {
+            for (uint32_t cj_unit_y = 0; cj_unit_y < CJ_DIM_Y; ++cj_unit_y) {
+                for (uint32_t cj_unit_x = 0; cj_unit_x < CJ_DIM_X; ++cj_unit_x) {
+                    const uint32_t cj_u = cj_unit_x + CJ_DIM_X * (cj_unit_y + CJ_DIM_Y * cj_unit_z);
+                    s_shared[v_u[cj_u]] = (v_t[cj_u] * 0x1.0000000000000p+1f);
+                    p_out[v_i[cj_u]] = (s_shared[v_u[cj_u]] + 0x1.0000000000000p+0f);
+                }
+            }
+        }
+    }
+}

@@ -57,6 +57,9 @@ class Settings:
     """The C compiler of the CPU backend (``CC``)."""
     march_native: bool = True
     """Whether CPU code is built for this host's CPU (``CUBEJIT_MARCH_NATIVE``)."""
+    check_bounds: bool = False
+    """Whether clients launch checked variants, every access compared with its buffer's
+    length (``CUBEJIT_CHECK_BOUNDS``)."""
     source: Path | None = None
     """The configuration file these settings were read from, if any."""
 
@@ -75,6 +78,7 @@ _FIELDS: dict[str, tuple[str, type]] = {
     "store_timeout": ("CUBEJIT_STORE_TIMEOUT", float),
     "cc": ("CC", str),
     "march_native": ("CUBEJIT_MARCH_NATIVE", bool),
+    "check_bounds": ("CUBEJIT_CHECK_BOUNDS", bool),
 }
 
 _TRUE = {"1", "true", "yes", "on"}

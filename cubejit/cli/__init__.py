@@ -13,10 +13,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from cubejit.cli import demo, doctor, env, explain, records, warm
+from cubejit.cli import demo, doctor, env, explain, records, show, warm
 from cubejit.errors import CubejitError
 
-COMMANDS = (demo, warm, env, explain, records, doctor)
+COMMANDS = (demo, warm, show, env, explain, records, doctor)
 """The modules of the command groups, in the order ``--help`` lists them."""
 
 

@@ -282,7 +282,10 @@ class ExpressionRules(Builder):
         if isinstance(array.type, TensorType):
             nodes = tensor_index_nodes(array, node)
             return Load(
-                array.name, self.tensor_index(array, nodes, self.operands(nodes)), array.type.elem
+                array.name,
+                self.tensor_index(array, nodes, self.operands(nodes)),
+                array.type.elem,
+                self.where(node),
             )
         if isinstance(node.slice, ast.Slice | ast.Tuple):
             raise Problem(
@@ -295,7 +298,7 @@ class ExpressionRules(Builder):
                 f"`{ast.unparse(node.value)}` holds atomics; read an element with "
                 f"`{ast.unparse(node)}.load()`"
             )
-        return Load(array.name, self.index(node.slice), array.type.elem)
+        return Load(array.name, self.index(node.slice), array.type.elem, self.where(node))
 
     def tensor_index(
         self, tensor: ArrayRef, nodes: list[ast.expr], values: list[Scalarish]

@@ -26,6 +26,7 @@ from cubejit.backends.cuda.buffer import (
     UnusableArray,
     device_array,
 )
+from cubejit.backends.cuda.checked_launch import checked_launcher
 from cubejit.backends.cuda.coarsening import NO_ALIAS
 from cubejit.backends.cuda.compiler import CudaCompiler
 from cubejit.backends.cuda.driver import (
@@ -52,7 +53,9 @@ class CudaClient:
 
     backend = "cuda"
 
-    def __init__(self, device: int = 0, parallelism: int | None = None) -> None:
+    def __init__(
+        self, device: int = 0, parallelism: int | None = None, check_bounds: bool = False
+    ) -> None:
         nvrtc_module()
         driver = driver_module()
         self._driver = driver
@@ -93,6 +96,11 @@ class CudaClient:
         them, as the loader drops what it loaded, so that each kernel loads again from (or is
         stored into) the new one; the store tells the switch, so a launch reads nothing more."""
         store.on_switch(self._forget_launchers)
+        self.check_bounds = check_bounds
+        """Whether this client launches checked variants (:mod:`cubejit.runtime.checking`),
+        synchronising after each launch to read their records."""
+        if check_bounds:
+            self._launcher = self._checked_launcher  # type: ignore[method-assign]
 
     def __repr__(self) -> str:
         return f"CudaClient(device={self.device}, {self.limits.name}, {self.arch})"
@@ -107,6 +115,15 @@ class CudaClient:
         if launcher is None:
             launcher = self._launcher(spec, args)
         launcher(cube_count, args)
+
+    def _checked_launcher(
+        self, spec: Any, args: tuple[Any, ...]
+    ) -> Callable[[Any, tuple[Any, ...]], None]:
+        """A checked client's ``_launcher``: the checked variants' launch function
+        (:mod:`cubejit.backends.cuda.checked_launch`)."""
+        launch = checked_launcher(self, spec, args)
+        self._launchers[spec] = launch
+        return launch
 
     def _forget_launchers(self) -> None:
         self._launchers = {}

@@ -88,6 +88,26 @@ def compile_to_cubin(
     Raises :class:`CompilationError` naming ``kernel`` and carrying NVRTC's log and the source
     when NVRTC refuses it. Safe to call from several threads at once.
     """
+    return _compile(source, arch, include_dirs, kernel, ptx=False)
+
+
+def compile_to_ptx(
+    source: str,
+    arch: str,
+    *,
+    include_dirs: tuple[Path, ...] = (),
+    kernel: str | None = None,
+) -> str:
+    """The PTX of ``source`` for the virtual architecture of ``arch`` (``"sm_90a"`` gives
+    ``compute_90a``'s), as :func:`compile_to_cubin` compiles it; no GPU is needed."""
+    virtual = arch.replace("sm_", "compute_", 1)
+    ptx = _compile(source, virtual, include_dirs, kernel, ptx=True)
+    return ptx.rstrip(b"\0").decode()
+
+
+def _compile(
+    source: str, arch: str, include_dirs: tuple[Path, ...], kernel: str | None, ptx: bool
+) -> bytes:
     nvrtc = nvrtc_module()
     (program,) = _checked(
         nvrtc.nvrtcCreateProgram(source.encode(), b"kernel.cu", 0, [], []), "program creation"
@@ -105,6 +125,11 @@ def compile_to_cubin(
                 log=log,
                 source=source,
             )
+        if ptx:
+            (size,) = _checked(nvrtc.nvrtcGetPTXSize(program), "PTX size")
+            text = bytes(size)
+            _checked(nvrtc.nvrtcGetPTX(program, text), "PTX copy")
+            return text
         (size,) = _checked(nvrtc.nvrtcGetCUBINSize(program), "cubin size")
         cubin = bytes(size)
         _checked(nvrtc.nvrtcGetCUBIN(program, cubin), "cubin copy")

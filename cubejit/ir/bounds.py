@@ -34,6 +34,16 @@ class Site:
     buffer: str
     dim: int | None
     where: str
+    kind: ValueKind = ValueKind.GLOBAL_BUFFER
+
+    def describe(self) -> str:
+        """The buffer as a message names it: a parameter by its name (a tensor's dimension
+        too), shared memory and local arrays by their kind (their names are the IR's)."""
+        if self.kind is ValueKind.SHARED_BUFFER:
+            return "shared memory"
+        if self.kind is ValueKind.LOCAL_ARRAY:
+            return "a local array"
+        return self.buffer if self.dim is None else f"{self.buffer} (dimension {self.dim})"
 
 
 def checked(kernel: ir.KernelIR) -> tuple[ir.KernelIR, tuple[Site, ...]]:
@@ -117,22 +127,20 @@ class _Checker:
         if value.kind is ValueKind.GLOBAL_BUFFER:
             if isinstance(index, ir.TensorIndex):
                 return [
-                    self.check(buffer, d, i, ir.Shape(buffer, d), where)
+                    self.check(Site(buffer, d, where), i, ir.Shape(buffer, d))
                     for d, i in enumerate(index.indices)
                 ]
-            return [self.check(buffer, None, index, ir.Length(buffer), where)]
+            return [self.check(Site(buffer, None, where), index, ir.Length(buffer))]
         if value.kind in (ValueKind.SHARED_BUFFER, ValueKind.LOCAL_ARRAY):
             size = ir.Const(self.sizes[buffer], i64)
-            return [self.check(buffer, None, index, size, where)]
+            return [self.check(Site(buffer, None, where, value.kind), index, size)]
         if value.kind in (ValueKind.SCALAR_PARAM, ValueKind.LOCAL_SCALAR):
             raise ValueError(f"{buffer} is a {value.kind.value}, not a buffer")
         assert_never(value.kind)
 
-    def check(
-        self, buffer: str, dim: int | None, index: ir.Expr, length: ir.Expr, where: str
-    ) -> ir.Stmt:
+    def check(self, found: Site, index: ir.Expr, length: ir.Expr) -> ir.Stmt:
         site = len(self.sites)
-        self.sites.append(Site(buffer, dim, where))
+        self.sites.append(found)
         wide_length = _to(length, i64)
         if index.type.kind is Kind.INT:
             wide = _to(index, i64)

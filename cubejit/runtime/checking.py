@@ -11,6 +11,7 @@ the artifact's own, so launches of one checked artifact from several threads at 
 
 from __future__ import annotations
 
+import linecache
 import struct
 from typing import Any
 
@@ -56,10 +57,11 @@ def bounds_error(spec: Any, record: bytes, plane_dim: int | None = None) -> Laun
             f"length {length}); the launch stopped the unit that made it"
         )
     found = sites[site]
-    what = found.buffer if found.dim is None else f"{found.buffer} (dimension {found.dim})"
     place = found.where or where
+    file, _, line = place.rpartition(":")
+    text = linecache.getline(file, int(line)).strip() if line.isdigit() else ""
     return LaunchError(
-        f"{place}: in kernel {spec.name}: index {index} is out of bounds for {what} of length "
-        f"{length}; the launch stopped the unit that made the access (checked launch, "
-        f"CUBEJIT_CHECK_BOUNDS)"
+        f"{place}: in kernel {spec.name}: index {index} is out of bounds for "
+        f"{found.describe()} of length {length}; the launch stopped the unit that made the "
+        f"access (checked launch, CUBEJIT_CHECK_BOUNDS)" + (f"\n    {text}" if text else "")
     )

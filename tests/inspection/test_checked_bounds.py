@@ -4,7 +4,12 @@ unchecked. On the CPU always, on CUDA where there is a GPU."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 from typing import Any
 
 import inspected_kernels as k
@@ -133,3 +138,38 @@ def test_the_checked_artifact_is_a_variant_of_the_same_kernel_id() -> None:
     assert checked_id.stable_hash() != unchecked.stable_hash()
     assert split_variant(checked_id.variant) == (True, 64)
     assert split_variant(unchecked.variant) == (False, 64)
+
+
+def test_the_check_bounds_setting_makes_every_client_checked(tmp_path: Path) -> None:
+    script = tmp_path / "checked.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import sys
+            sys.path.insert(0, {str(Path(k.__file__).parent)!r})
+            import numpy as np
+            import cubejit as cj
+            import inspected_kernels as k
+            client = cj.client("cpu")
+            print("checked", client.check_bounds)
+            if client.check_bounds:
+                x = np.ones(16, np.float32)
+                try:
+                    k.write_past.launch(client, 1, 16, x, np.zeros(16, np.float32))
+                except cj.LaunchError as e:
+                    print(e)
+            """
+        )
+    )
+    for value, caught in (("1", True), ("0", False)):
+        environ = {**os.environ, "CUBEJIT_CHECK_BOUNDS": value}
+        done = subprocess.run(
+            [sys.executable, str(script)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=True,
+            env=environ,
+        )
+        assert f"checked {caught}" in done.stdout
+        assert ("index 16 is out of bounds for out of length 16" in done.stdout) is caught

@@ -173,3 +173,18 @@ def test_the_check_bounds_setting_makes_every_client_checked(tmp_path: Path) -> 
         )
         assert f"checked {caught}" in done.stdout
         assert ("index 16 is out of bounds for out of length 16" in done.stdout) is caught
+
+
+def test_a_checked_client_prepares_the_checked_variant() -> None:
+    client = cj.client("cpu", check_bounds=True)
+    spec = k.saxpy.specialize(96)
+    before = client.compiler.compilations
+    client.prepare(spec)
+    client.compile_queued()
+    assert client.compiler.compilations == before + 1
+    rng = np.random.default_rng(21)
+    x, y = _f32(rng, 96), _f32(rng, 96)
+    out = client.empty(96, cj.f32)
+    k.saxpy.launch(client, 1, 96, np.float32(0.5), client.to_device(x), client.to_device(y), out)
+    assert client.compiler.compilations == before + 1
+    np.testing.assert_allclose(client.read(out), 0.5 * x + y, rtol=1e-6)

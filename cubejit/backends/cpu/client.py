@@ -112,7 +112,8 @@ class CpuClient:
         """Queues ``spec`` for compiling (for 64-byte aligned buffers, as this client's are, and
         tensors contiguous innermost)."""
         tensors = all_contiguous(spec.params)
-        self.loader.enqueue(spec, make_variant(MAX_ALIGN, tensors, tensors.bit_length()))
+        variant = make_variant(MAX_ALIGN, tensors, tensors.bit_length())
+        self.loader.enqueue(spec, checked_variant(variant) if self.check_bounds else variant)
 
     def compile_queued(self) -> None:
         """Compiles every queued kernel now."""

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from cubejit.backends.cuda.coarsening import NO_ALIAS
 from cubejit.backends.cuda.driver import call
 from cubejit.backends.cuda.launch import Launcher, arrays_apart, first_mask
@@ -80,15 +82,15 @@ def checked_launcher(
         inner(cube_count, launch_args)
         client.sync()
         for _, pointer in list(records.values()):
-            host = bytearray(RECORD_BYTES)
+            host = np.zeros(RECORD_BYTES, np.uint8)
             call(
                 driver.cuMemcpyDtoH,
-                host,
+                host.ctypes.data,
                 pointer,
                 RECORD_BYTES,
                 what="read the bounds record",
             )
-            error = bounds_error(spec, bytes(host), plane_dim=PLANE_DIM)
+            error = bounds_error(spec, host.tobytes(), plane_dim=PLANE_DIM)
             if error is not None:
                 raise error
 

@@ -45,6 +45,7 @@ from cubejit.compile.recording import ServerLogger
 from cubejit.environment import ArtifactStore
 from cubejit.errors import BackendUnavailableError, LaunchError
 from cubejit.ir.types import Scalar, TensorType, from_dtype
+from cubejit.runtime.checking import checked_variant
 from cubejit.runtime.layout import U32_MAX, all_contiguous, param_slots
 
 
@@ -133,10 +134,10 @@ class CudaClient:
         :meth:`compile_queued`), so that many kernels compile at once: in the form for launches
         whose arrays do not overlap, the one a launch takes unless an array it writes is another
         argument too (a kernel with tensors: that, for tensors contiguous innermost)."""
+        variant: Any = NO_ALIAS
         if any(isinstance(p.type, TensorType) for p in spec.params):
-            self.loader.enqueue(spec, (NO_ALIAS, all_contiguous(spec.params)))
-        else:
-            self.loader.enqueue(spec, NO_ALIAS)
+            variant = (NO_ALIAS, all_contiguous(spec.params))
+        self.loader.enqueue(spec, checked_variant(variant) if self.check_bounds else variant)
 
     def compile_queued(self) -> None:
         """Compiles every queued kernel now, in one batch."""

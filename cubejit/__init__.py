@@ -17,11 +17,13 @@ from cubejit.errors import (
     CubejitError,
     LaunchError,
     StoreError,
+    TuneError,
     UnsupportedError,
     ValidationError,
 )
 from cubejit.lang import Kernel, KernelSpec
 from cubejit.runtime import client
+from cubejit.tune import Tunable, Tuner, anchor
 
 if TYPE_CHECKING:
     # What the language means inside a kernel, for mypy, pyright and editors (see the stub).
@@ -256,11 +258,15 @@ __all__ = [
     "SharedMemory",
     "StoreError",
     "Tensor",
+    "Tunable",
+    "TuneError",
+    "Tuner",
     "UnsupportedError",
     "ValidationError",
     "abs",
     "acos",
     "acosh",
+    "anchor",
     "asin",
     "asinh",
     "atan",

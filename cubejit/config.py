@@ -18,9 +18,11 @@ import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from logging import getLogger
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
+from cubejit import trust
 from cubejit.errors import ConfigError
 
 RECORD_LEVELS = ("off", "basic", "full")
@@ -60,6 +62,8 @@ class Settings:
     check_bounds: bool = False
     """Whether clients launch checked variants, every access compared with its buffer's
     length (``CUBEJIT_CHECK_BOUNDS``)."""
+    tune_budget: float = 2.0
+    """Seconds of timed runs a tuner spends on one tuning key (``CUBEJIT_TUNE_BUDGET``)."""
     source: Path | None = None
     """The configuration file these settings were read from, if any."""
 
@@ -79,6 +83,7 @@ _FIELDS: dict[str, tuple[str, type]] = {
     "cc": ("CC", str),
     "march_native": ("CUBEJIT_MARCH_NATIVE", bool),
     "check_bounds": ("CUBEJIT_CHECK_BOUNDS", bool),
+    "tune_budget": ("CUBEJIT_TUNE_BUDGET", float),
 }
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -268,9 +273,21 @@ CHOSEN_ENVIRONMENT_FILE = "active-environment"
 
 def chosen_environment(cache_dir: Path) -> str:
     """The environment ``cubejit env use`` chose under ``cache_dir``; empty when none. It
-    yields to ``CUBEJIT_ENV`` and to a configuration file's ``env``."""
+    yields to ``CUBEJIT_ENV`` and to a configuration file's ``env``. A file that is not
+    trusted (another user's, writable by others, a link: :mod:`cubejit.trust`) is ignored with
+    a WARNING: it would choose which store's code runs."""
+    chosen = cache_dir.expanduser() / CHOSEN_ENVIRONMENT_FILE
+    refused = trust.refusal(chosen)
+    if refused is not None:
+        getLogger("cubejit.environment").warning(
+            "cubejit: %s is not trusted (%s); it is ignored and the environment %r is used",
+            chosen,
+            refused,
+            "default",
+        )
+        return ""
     try:
-        return (cache_dir.expanduser() / CHOSEN_ENVIRONMENT_FILE).read_text("utf-8").strip()
+        return chosen.read_text("utf-8").strip()
     except OSError:
         return ""
 

@@ -63,3 +63,8 @@ class StoreError(CubejitError):
     """A compilation-store operation the caller asked for explicitly (export, import, load of
     a bundle) that cannot be done. Routine store failures during compilation never raise: they
     are logged and the kernel is compiled again."""
+
+
+class TuneError(CubejitError):
+    """A tuner could not choose: every candidate failed to compile or raised for this tuning
+    key. The message names the tuner, the key and each candidate's error."""

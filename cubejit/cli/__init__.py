@@ -2,7 +2,8 @@
 
 ``cubejit demo`` runs the example suite; ``warm`` compiles a module's kernels ahead of time;
 ``env`` manages environments (the compilation stores); ``explain`` says why a kernel missed the
-store; ``records`` shows what each process compiled; ``doctor`` checks the machine. Every
+store (or a tuner was tuned again); ``tune`` shows and forgets tuning decisions; ``records``
+shows what each process compiled; ``doctor`` checks the machine. Every
 command and subcommand has ``--help``. Errors cubejit raises on purpose are printed as one line
 with exit status 1; anything else is a bug and keeps its traceback.
 """
@@ -13,10 +14,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from cubejit.cli import demo, doctor, env, explain, records, show, warm
+from cubejit.cli import demo, doctor, env, explain, records, show, tune, warm
 from cubejit.errors import CubejitError
 
-COMMANDS = (demo, warm, show, env, explain, records, doctor)
+COMMANDS = (demo, warm, show, env, explain, tune, records, doctor)
 """The modules of the command groups, in the order ``--help`` lists them."""
 
 

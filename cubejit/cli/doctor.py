@@ -28,7 +28,7 @@ def register(commands: Any) -> None:
         help="check Python, the C compiler, CUDA and the active environment",
         description="Reports Python and cubejit versions, the backends found (the C compiler "
         "and its version; the CUDA driver, devices and NVRTC, or why not), and the active "
-        "environment: its path, size and health.",
+        "environment: its path, size and health, files set aside, a network filesystem.",
     )
     command.set_defaults(run=run)
 
@@ -113,16 +113,39 @@ def _nvrtc() -> tuple[str, str]:
 
 
 def _environment() -> tuple[str, str]:
-    from cubejit import environment
+    from cubejit import environment, trust
+    from cubejit.environment.manager import ENVIRONMENTS
+    from cubejit.environment.sqlite_file import aside_files, on_disk
     from cubejit.environment.storage_sqlite import SqliteStorage
 
     settings = config.settings()
     name, path = environment.active(), Path(environment.path())
     if not settings.compilation_cache:
         return "ok", f"{name}: memory only (CUBEJIT_COMPILATION_CACHE is off)"
+    notes = []
+    network = ENVIRONMENTS.network_filesystem()
+    if network is not None:
+        notes.append(
+            f"the root is on {network}: a rollback journal instead of WAL, slower with many "
+            "writers (set CUBEJIT_CACHE_DIR to a node-local directory)"
+        )
+    aside = aside_files(path)
+    if aside:
+        notes.append(
+            f"{len(aside)} files set aside as damaged "
+            f"({size_text(sum(on_disk(f) for f in aside))}; cubejit env clear --aside deletes them)"
+        )
+    status = "warning" if notes else "ok"
+    for folder in (path.parent, path):
+        refused = trust.refusal(folder)
+        if refused is not None:
+            return (
+                "broken",
+                f"{name} at {path}: {folder} is not trusted ({refused}); runs use memory",
+            )
     if not path.exists():
-        return "ok", f"{name} at {path}: empty (created on first compile)"
-    size = sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
+        return status, "; ".join([f"{name} at {path}: empty (created on first compile)", *notes])
+    size = on_disk(path)
     try:
         with closing(SqliteStorage.open(path, readonly=True, repair=False)) as storage:
             health = storage.health()
@@ -132,7 +155,8 @@ def _environment() -> tuple[str, str]:
     if health != "ok":
         return "broken", f"{name} at {path} ({size_text(size)}): {health}"
     entries, stored = sum(s.entries for s in summaries), sum(s.bytes for s in summaries)
-    return "ok", (
+    found = (
         f"{name} at {path}: {size_text(size)} on disk, {entries} entries "
         f"({size_text(stored)}), healthy"
     )
+    return status, "; ".join([found, *notes])

@@ -3,6 +3,12 @@
 Every subcommand acts on the active environment (``CUBEJIT_ENV``, the configuration file, else
 ``default``) under the root (``CUBEJIT_CACHE_DIR``, else the user cache directory), except
 ``list``, which shows them all, and ``use``, which chooses the active one for later processes.
+
+A store this process cannot write (a read-only mount, a shared root-owned directory, a file of a
+newer cubejit) is still read: ``list``, ``show`` and ``verify`` report what it really holds, and
+what would change it (``clear``, ``verify --fix``, ``prune``, ``import``) is refused with the
+reason, changing nothing. Files set aside as damaged are listed by ``list``, count in
+``prune`` (which removes them first) and are removed by ``clear --aside``.
 """
 
 from __future__ import annotations
@@ -16,9 +22,16 @@ from cubejit import config, environment
 from cubejit.cli.console import console, parse_size, size_text, table
 from cubejit.environment import Store, records
 from cubejit.environment.manager import ENVIRONMENTS
+from cubejit.environment.sqlite_file import (
+    NewerSchemaError,
+    aside_files,
+    on_disk,
+    remove_with_companions,
+)
 from cubejit.environment.storage_sqlite import SqliteStorage
 from cubejit.environment.value import DamagedValueError, decode
 from cubejit.errors import CubejitError, StoreError
+from cubejit.trust import make_private_directory, write_private_text
 
 """The file under the cache directory that ``cubejit env use`` writes: one line, the name."""
 
@@ -41,7 +54,14 @@ def register(commands: Any) -> None:
     add("show", "show the active environment: path, size, namespaces, records", run_show)
     use = add("use", "make NAME the active environment of later processes", run_use)
     use.add_argument("name", metavar="NAME")
-    add("clear", "delete every entry of the active environment (its records stay)", run_clear)
+    clear = add(
+        "clear", "delete every entry of the active environment (its records stay)", run_clear
+    )
+    clear.add_argument(
+        "--aside",
+        action="store_true",
+        help="delete instead the files set aside as damaged (DB.damaged-*), entries untouched",
+    )
     verify = add(
         "verify", "check every entry of the active environment; report bad ones", run_verify
     )
@@ -85,17 +105,31 @@ def _size(text: str) -> int:
 
 
 def _on_disk(path: Path) -> int:
-    return sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
+    return on_disk(path)
 
 
-def _totals(path: Path) -> tuple[int, int] | None:
-    """Entries and their bytes in the database at ``path``; ``None`` if it cannot be read."""
+def _writable(doing: str) -> None:
+    """Refuses, changing nothing, to do what would write an environment this process cannot
+    write."""
+    reason = ENVIRONMENTS.unwritable()
+    if reason is not None:
+        raise CubejitError(
+            f"cannot {doing} {environment.active()!r}: {environment.path()} cannot be written "
+            f"here ({reason}); nothing was changed"
+        )
+
+
+def _totals(path: Path) -> tuple[str, str]:
+    """Entries and their bytes in the database at ``path``, as the list shows them; what
+    stopped it being read when it cannot be."""
     try:
         with closing(SqliteStorage.open(path, readonly=True, repair=False)) as storage:
             summaries = storage.summaries()
+    except NewerSchemaError as e:
+        return "?", f"newer cubejit (schema {e.version})"
     except StoreError:
-        return None
-    return sum(s.entries for s in summaries), sum(s.bytes for s in summaries)
+        return "?", "unreadable"
+    return str(sum(s.entries for s in summaries)), size_text(sum(s.bytes for s in summaries))
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -103,10 +137,7 @@ def run_list(args: argparse.Namespace) -> int:
     rows = []
     for name in environment.list():
         path = environment.root() / f"{name}.db"
-        totals = _totals(path)
-        entries, stored = (
-            ("?", "unreadable") if totals is None else (str(totals[0]), size_text(totals[1]))
-        )
+        entries, stored = _totals(path)
         rows.append(
             (
                 "*" if name == active else "",
@@ -130,6 +161,19 @@ def run_list(args: argparse.Namespace) -> int:
             rows,
         )
     )
+    aside = [
+        (name, size_text(on_disk(file)), str(file))
+        for name in ENVIRONMENTS.names()
+        for file in aside_files(environment.root() / f"{name}.db")
+    ]
+    if aside:
+        out.print(
+            table(
+                "set aside as damaged (cubejit env clear --aside deletes those of the active one)",
+                ("environment", "on disk", "path"),
+                aside,
+            )
+        )
     return 0
 
 
@@ -146,6 +190,9 @@ def run_show(args: argparse.Namespace) -> int:
         return 0
     summaries = environment.namespaces()
     out.print(f"on disk:     {size_text(_on_disk(path))}")
+    unwritable = ENVIRONMENTS.unwritable()
+    if unwritable is not None:
+        out.print(f"writes:      refused here ({unwritable}); new kernels stay in memory")
     out.print(f"entries:     {sum(s.entries for s in summaries)} in {len(summaries)} namespaces")
     sessions = records.read("sessions", path)
     if sessions:
@@ -175,8 +222,8 @@ def run_use(args: argparse.Namespace) -> int:
     cache_dir = config.settings().cache_dir
     state = cache_dir / config.CHOSEN_ENVIRONMENT_FILE
     try:
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        state.write_text(name + "\n")
+        make_private_directory(cache_dir)
+        write_private_text(state, name + "\n")
     except OSError as e:
         raise CubejitError(f"cannot write {state}: {e}") from e
     config.reset()
@@ -194,6 +241,9 @@ def run_use(args: argparse.Namespace) -> int:
 
 
 def run_clear(args: argparse.Namespace) -> int:
+    if args.aside:
+        return _clear_aside()
+    _writable("clear")
     summaries = environment.namespaces()
     for summary in summaries:
         Store(summary.namespace).purge()
@@ -224,7 +274,8 @@ def run_verify(args: argparse.Namespace) -> int:
                 ((ns, key.decode("ascii", "replace"), why) for ns, key, why in bad),
             )
         )
-    if args.fix:
+    if args.fix and bad:
+        _writable("purge bad entries of")
         for namespace, key, _ in bad:
             Store(namespace).purge_key(key)
     verdict = "purged" if args.fix else "found (run with --fix to purge them)"
@@ -241,9 +292,16 @@ def run_prune(args: argparse.Namespace) -> int:
     if not path.exists():
         out.print(f"{environment.active()!r} is empty; nothing to prune")
         return 0
+    _writable("prune")
     _, storage = ENVIRONMENTS.current()
     if not isinstance(storage, SqliteStorage):
         raise CubejitError(f"{environment.active()!r} is not served from {path}; nothing to prune")
+    aside = aside_files(path)
+    aside_freed = sum(on_disk(file) for file in aside)
+    for file in aside:
+        remove_with_companions(file)
+    if aside:
+        out.print(f"deleted {len(aside)} files set aside as damaged ({size_text(aside_freed)})")
     entries = storage.entries()
     total = sum(e.size for e in entries)
     dropped, freed = 0, 0
@@ -274,6 +332,7 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def run_import(args: argparse.Namespace) -> int:
+    _writable("import into")
     report = environment.import_bundle(args.file)
     console().print(
         f"imported {report.imported} entries from {args.file} into "
@@ -281,6 +340,22 @@ def run_import(args: argparse.Namespace) -> int:
         f"{report.failed} failed"
     )
     return 0 if report.failed == 0 else 1
+
+
+def _clear_aside() -> int:
+    path = environment.path()
+    aside = aside_files(path)
+    freed = sum(on_disk(file) for file in aside)
+    for file in aside:
+        try:
+            remove_with_companions(file)
+        except OSError as e:
+            raise CubejitError(f"cannot delete {file}: {e}") from e
+    console().print(
+        f"deleted {len(aside)} files set aside as damaged ({size_text(freed)}) "
+        f"beside {path}; its entries are untouched"
+    )
+    return 0
 
 
 def _compact() -> None:

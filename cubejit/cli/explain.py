@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from cubejit import environment
+from cubejit.cli import tune
 from cubejit.cli.console import console, table
 from cubejit.environment import records
 from cubejit.environment.artifacts import ID_PREFIX
@@ -78,7 +79,8 @@ def register(commands: Any) -> None:
     command.add_argument(
         "kernel",
         metavar="KERNEL",
-        help="the kernel's qualified name, or its last part (e.g. saxpy)",
+        help="the kernel's qualified name, or its last part (e.g. saxpy); or a tuner's name, "
+        "to say why it was tuned again (which candidate changed)",
     )
     command.set_defaults(run=run)
 
@@ -204,6 +206,8 @@ def run(args: argparse.Namespace) -> int:
     out = console()
     everything = stored_entries(environment.path())
     entries = entries_of(args.kernel, everything)
+    if tune.explain(args.kernel, out) and not entries:
+        return 0
     if not entries:
         known = sorted({str(e.ingredients.get("kernel")) for e in everything})
         hint = f"; stored kernels: {', '.join(known[:12])}" if known else ""

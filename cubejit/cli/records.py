@@ -9,6 +9,7 @@ that compiled anything.
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +21,7 @@ from cubejit.cli.timeline import draw
 from cubejit.environment import records
 from cubejit.environment.records import SessionRecord, StoredBatch, StoredCompilation
 from cubejit.errors import CubejitError
+from cubejit.tune import records as tune_records
 
 _WORKER = "cubejit-compile-"
 
@@ -48,6 +50,10 @@ def register(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     out = console()
     sessions = records.read("sessions")
+    tunings = tune_records.read()
+    if not sessions and tunings:
+        out.print(_tunings_table(tunings))
+        return 0
     if not sessions:
         out.print(
             f"no records in {environment.active()!r} yet: a process is recorded once it "
@@ -72,9 +78,34 @@ def run(args: argparse.Namespace) -> int:
     if not args.kernel:
         out.print(_batches_table(chosen, batches))
     out.print(_compilations_table(compilations, with_session=chosen is None))
+    if tunings and not (args.session or args.kernel):
+        out.print(_tunings_table(tunings))
     if args.plot is not None:
         _plot(args.plot, chosen or _session(sessions, compilations[-1].session), out)
     return 0
+
+
+def _tunings_table(tunings: Sequence[tune_records.TuningRecord]) -> Any:
+    """One row per key a process tuned: what was timed, and for how long."""
+    rows = [
+        (
+            t.session[:8],
+            time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t.started_at)),
+            t.tuner,
+            json.dumps(t.key),
+            t.winner,
+            ", ".join(f"{c['name']} {c['outcome']} x{c['runs']}" for c in t.candidates),
+            str(t.timed_runs),
+            seconds_text(t.timing_s),
+            seconds_text(t.tuning_s),
+        )
+        for t in tunings
+    ]
+    return table(
+        f"{len(rows)} tunings",
+        ("session", "started", "tuner", "key", "winner", "candidates", "runs", "timed", "wall"),
+        rows,
+    )
 
 
 def _is_kernel(name: str, wanted: str) -> bool:

@@ -11,8 +11,16 @@ A bundle is a shared store: whoever writes one can make every machine that reads
 With a signing key (``CUBEJIT_SIGNING_KEY``), :func:`export_bundle` keeps an HMAC-SHA256 of
 each entry (:mod:`~cubejit.environment.signing`) in the bundle's ``signatures`` table, and a
 machine holding the key imports or serves only entries whose signature checks: any other is
-refused with a WARNING, and its kernel compiles again. Without a key, bundles are written
-unsigned, with one WARNING per process.
+refused with a WARNING, and its kernel compiles again. The check follows from how a file is
+used (imported, or loaded in place), never from what its ``meta`` table says it is: a bundle
+relabelled ``environment`` is checked all the same. Without a key, bundles are written
+unsigned, with one WARNING per process, and importing or loading one says, in one WARNING,
+that its native code is trusted unverified.
+
+Loading a bundle never writes into it: kernels compiled while it is active are kept by the
+local environment, in front of it (:mod:`~cubejit.environment.storage_layered`). Export and
+import stream entries, so a bundle of any size takes at most a few megabytes of memory beyond
+its largest entry. An export never writes through a symbolic link at its destination.
 """
 
 from __future__ import annotations
@@ -23,16 +31,17 @@ import secrets
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from cubejit import config
 from cubejit.environment.manager import ENVIRONMENTS
 from cubejit.environment.signing import Signer, refusal_message, signer, warn_unsigned_once
 from cubejit.environment.sqlite_file import BUNDLE_KIND
-from cubejit.environment.storage import BUNDLE, LOCAL, InsertOutcome
+from cubejit.environment.storage import BUNDLE, LOCAL, InsertOutcome, NamespaceSummary
+from cubejit.environment.storage_layered import ReadLayer
 from cubejit.environment.storage_sqlite import SqliteStorage
 from cubejit.environment.value import DamagedValueError, decode
 from cubejit.errors import StoreError
+from cubejit.trust import create_private_file
 
 log = logging.getLogger("cubejit.environment")
 
@@ -56,37 +65,44 @@ def export_bundle(
     ``namespaces``, or all) to a bundle at ``dest``; how many entries it holds.
 
     The bundle is written under a temporary name beside ``dest`` and renamed over it, so
-    ``dest`` is never half-written. A ``dest`` that exists and is not a bundle is refused with a
-    :class:`StoreError` and left untouched; ``name`` (default: the file's stem) is recorded in it.
+    ``dest`` is never half-written. A ``dest`` that exists and is not a bundle, or is a
+    symbolic link, is refused with a :class:`StoreError` and left untouched, and so is a
+    ``namespaces`` that matches no namespace; ``name`` (default: the file's stem) is recorded
+    in it. Entries are streamed: memory stays within a few megabytes beyond the largest one.
     """
-    dest = Path(dest).expanduser().resolve()
+    given = Path(dest).expanduser()
+    dest = given.parent.resolve() / given.name
+    if dest.is_symlink():
+        raise StoreError(
+            f"{dest} is a symbolic link; cubejit does not write a bundle through one: remove it "
+            "or choose another path"
+        )
     if dest.exists():
         _check_is_bundle(dest)
     prefixes = None if namespaces is None else tuple(namespaces)
     _, source = ENVIRONMENTS.current()
-    chosen = [
-        summary.namespace
-        for summary in source.summaries()
-        if prefixes is None or summary.namespace.startswith(prefixes)
-    ]
+    held = [summary.namespace for summary in source.summaries()]
+    chosen = [ns for ns in held if prefixes is None or ns.startswith(prefixes)]
+    if prefixes is not None and not chosen:
+        raise StoreError(
+            f"no namespace of {ENVIRONMENTS.active()!r} starts with {', '.join(prefixes)}; it "
+            f"holds {', '.join(held) or 'none'}; nothing was written"
+        )
     temporary = dest.with_name(f".{dest.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
+    signing = signer(config.settings())
+    if signing is None:
+        warn_unsigned_once(f"bundle {dest}")
+    entries = (
+        (namespace, key, value, LOCAL)
+        for namespace in chosen
+        for key, value in source.scan(namespace)
+    )
     try:
+        create_private_file(temporary)
         bundle = SqliteStorage.open(temporary, kind=BUNDLE_KIND, wal=False, repair=False)
         try:
             bundle.set_meta("name", name or dest.stem)
-            entries = [
-                (namespace, key, value)
-                for namespace in chosen
-                for key, value in source.scan(namespace)
-            ]
-            count = bundle.insert_all((ns, key, value, LOCAL) for ns, key, value in entries)
-            signing = signer(config.settings())
-            if signing is None:
-                warn_unsigned_once(f"bundle {dest}")
-            else:
-                bundle.write_signatures(
-                    (ns, key, signing.sign(ns, key, value)) for ns, key, value in entries
-                )
+            count = bundle.insert_all(entries, None if signing is None else signing.sign)
         finally:
             bundle.close()
         os.replace(temporary, dest)
@@ -107,6 +123,8 @@ def import_bundle(src: str | Path) -> ImportReport:
         raise StoreError(f"cannot import {src}: no such file")
     bundle = SqliteStorage.open(src, readonly=True, repair=False)
     signing = signer(config.settings())
+    if signing is None:
+        _warn_unverified(src)
     counts = {"imported": 0, "skipped": 0, "failed": 0}
     try:
         _, target = ENVIRONMENTS.current()
@@ -133,29 +151,39 @@ def import_bundle(src: str | Path) -> ImportReport:
 
 
 def load(file: str | Path) -> None:
-    """Makes the database or bundle ``file`` the active environment, served in place. With a
-    signing key, a bundle's entries are served only when their signature checks."""
+    """Makes the database or bundle ``file`` the active environment, served in place and
+    read-only, behind the local environment. With a signing key, its entries are served only
+    when their signature checks, whatever the file says it is; without one, a WARNING says its
+    code runs unverified."""
     signing = signer(config.settings())
 
-    def serve(storage: SqliteStorage) -> Any:
-        if signing is None or storage.kind != BUNDLE_KIND:
+    def serve(storage: SqliteStorage) -> ReadLayer:
+        if signing is None:
+            _warn_unverified(storage.path)
             return storage
         return SignedBundle(storage, signing)
 
     ENVIRONMENTS.load(file, serve)
 
 
+def _warn_unverified(path: Path) -> None:
+    log.warning(
+        "cubejit: the bundle %s is trusted unverified: without a signing key its native code "
+        "runs as it came, and whoever wrote it can run code here; set CUBEJIT_SIGNING_KEY (the "
+        "key it was exported with) to check its signatures",
+        path,
+    )
+
+
 class SignedBundle:
     """A bundle served in place on a machine holding a signing key: an entry whose signature
-    does not check is refused (logged once) as if absent, and entries written into the bundle
-    are signed, so that they are served on the next run too."""
+    does not check is refused (logged) as if absent. It is only read (a
+    :class:`~cubejit.environment.storage_layered.ReadLayer`): writes go to the local
+    environment in front of it, and no read reaches the file unchecked."""
 
     def __init__(self, storage: SqliteStorage, signing: Signer) -> None:
         self._storage = storage
         self._signing = signing
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._storage, name)
 
     def get(self, namespace: str, key: bytes) -> bytes | None:
         value = self._storage.get(namespace, key)
@@ -168,17 +196,12 @@ class SignedBundle:
             if _signed(self._signing, self._storage, namespace, key, value):
                 yield key, value
 
-    def insert(
-        self, namespace: str, key: bytes, value: bytes, origin: str = LOCAL
-    ) -> InsertOutcome:
-        outcome = self._storage.insert(namespace, key, value, origin)
-        if outcome is InsertOutcome.STORED:
-            try:
-                signature = self._signing.sign(namespace, key, value)
-                self._storage.write_signatures([(namespace, key, signature)])
-            except StoreError as e:
-                log.warning("cannot sign an entry of the bundle %s: %s", self._storage.path, e)
-        return outcome
+    def summaries(self) -> list[NamespaceSummary]:
+        """What the bundle holds, checked or not: for tools, which load nothing."""
+        return self._storage.summaries()
+
+    def close(self) -> None:
+        self._storage.close()
 
 
 def _signed(

@@ -388,6 +388,17 @@ class FleetStore:
         that a host waiting for it compiles it."""
         self.fleet.leases.release(self.namespace, key)
 
+    def try_claim(self, key: bytes) -> bool:
+        """Takes the key's lease unless another host holds it, without waiting: whether this
+        process may make the value now (also when the server cannot be reached). For work the
+        other hosts need not wait for, such as tuning; :meth:`insert` or :meth:`abandon` ends
+        the claim."""
+        try:
+            found, _ = self.fleet.leases.acquire(self.namespace, key, self._entry(key))
+        except Offline:
+            return True
+        return found is not Claim.HELD
+
 
 def layered(local: Store) -> Store | FleetStore:
     """``local`` with the settings' shared store behind it, or ``local`` alone when none is

@@ -47,6 +47,7 @@ from cubejit.compile.recording import (
 )
 from cubejit.environment.build import version
 from cubejit.environment.manager import ENVIRONMENTS
+from cubejit.environment.sqlite_file import READ_ONLY_PLACE_CODES
 
 KINDS = ("sessions", "batches", "compilations")
 """What :func:`read` reads."""
@@ -230,7 +231,12 @@ def active_database() -> Path | None:
     """The database file of the active environment, or ``None`` when it is memory (the
     compilation cache is off, or its file could not be written) or has no file yet: records
     never create an environment."""
-    if not config.settings().compilation_cache or not ENVIRONMENTS.path().is_file():
+    if not config.settings().compilation_cache:
+        return None
+    try:
+        if not ENVIRONMENTS.path().is_file():
+            return None
+    except OSError:
         return None
     _, storage = ENVIRONMENTS.current()
     path = getattr(storage, "path", None)
@@ -400,12 +406,7 @@ def read(kind: str, path: Path | None = None) -> list[Any]:
     if not Path(path).is_file():
         return []
     try:
-        with closing(
-            sqlite3.connect(
-                f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, timeout=_BUSY_TIMEOUT_S
-            )
-        ) as db:
-            rows = db.execute(_SELECT[kind]).fetchall()
+        rows = _read_rows(Path(path), kind)
     except sqlite3.OperationalError as e:
         if "no such table" in str(e):
             return []
@@ -415,6 +416,20 @@ def read(kind: str, path: Path | None = None) -> list[Any]:
     if kind == "batches":
         return [StoredBatch(*row[2:], session=row[0], stamp=row[1]) for row in rows]
     return [StoredCompilation(*row[:9], json.loads(row[9]), *row[10:]) for row in rows]
+
+
+def _read_rows(path: Path, kind: str) -> list[Any]:
+    """The rows of one kind of records, read-only; from a database whose ``-shm`` file cannot
+    be made (a read-only mount, a directory this user may not write) as immutable."""
+    uri = f"{path.resolve().as_uri()}?mode=ro"
+    for options in ("", "&immutable=1"):
+        try:
+            with closing(sqlite3.connect(uri + options, uri=True, timeout=_BUSY_TIMEOUT_S)) as db:
+                return db.execute(_SELECT[kind]).fetchall()
+        except sqlite3.OperationalError as e:
+            if options or e.sqlite_errorcode not in READ_ONLY_PLACE_CODES:
+                raise
+    return []
 
 
 _keeper: RecordKeeper | None = None

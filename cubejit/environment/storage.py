@@ -58,6 +58,18 @@ def accepts(existing: bytes, existing_origin: str, value: bytes, origin: str) ->
     return InsertOutcome.REFUSED
 
 
+def merged_summaries(*layers: list[NamespaceSummary]) -> list[NamespaceSummary]:
+    """The namespaces of storages read as one (a memory in front of a file, a local
+    environment in front of a bundle), sorted by name; an entry held by two layers counts in
+    each."""
+    merged: dict[str, tuple[int, int]] = {}
+    for layer in layers:
+        for summary in layer:
+            entries, size = merged.get(summary.namespace, (0, 0))
+            merged[summary.namespace] = (entries + summary.entries, size + summary.bytes)
+    return [NamespaceSummary(ns, entries, size) for ns, (entries, size) in sorted(merged.items())]
+
+
 class Storage(Protocol):
     """Where entries live. Every method is safe to call from several threads at once."""
 

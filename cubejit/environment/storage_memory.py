@@ -12,6 +12,7 @@ from cubejit.environment.storage import (
     NamespaceSummary,
     Storage,
     accepts,
+    merged_summaries,
 )
 
 
@@ -81,12 +82,17 @@ class MemoryStorage:
         yield from sorted(behind.items())
 
     def summaries(self) -> list[NamespaceSummary]:
+        """The namespaces held here and in the storage read from, so that tools see what a
+        read-only environment really holds."""
         with self._lock:
-            return [
+            own = [
                 NamespaceSummary(name, len(entries), sum(len(v) for v, _ in entries.values()))
                 for name, entries in sorted(self._entries.items())
                 if entries
             ]
+        return (
+            own if self._reads_from is None else merged_summaries(self._reads_from.summaries(), own)
+        )
 
     def close(self) -> None:
         if self._reads_from is not None:

@@ -7,9 +7,15 @@ exactly one writes it. A process keeps one connection per database, shared by it
 under a lock. Opening the file and checking its schema is
 :mod:`~cubejit.environment.sqlite_file`'s.
 
-A file that is not a database, a damaged one, or one of another schema version is renamed aside
-(``<name>.db.damaged-<time>-<pid>``) and rebuilt empty, with a WARNING: the cost is compiling
-again, never a crash. A write the disk refuses is an :attr:`InsertOutcome.FAILED` outcome.
+A file that is not a database, a damaged one, or one of an older schema version is renamed
+aside (``<name>.db.damaged-<time>-<pid>``) and rebuilt empty, with a WARNING: the cost is
+compiling again, never a crash; one of a newer schema version is left alone
+(:class:`~cubejit.environment.sqlite_file.NewerSchemaError`). A write the disk refuses is an
+:attr:`InsertOutcome.FAILED` outcome. Nothing is opened through a symbolic link at the
+database's path or its WAL files.
+
+A scan reads values a few megabytes at a time, so reading a namespace of any size (an export,
+an import) holds at most that much, or one entry, in memory.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from cubejit.environment.sqlite_file import (
+    COMPANIONS,
     ENVIRONMENT,
     READ_META,
     WRITE_META,
@@ -36,12 +43,15 @@ from cubejit.environment.sqlite_file import (
 )
 from cubejit.environment.storage import LOCAL, InsertOutcome, NamespaceSummary, accepts
 from cubejit.errors import StoreError
+from cubejit.trust import make_private_directory
 
 T = TypeVar("T")
 
 log = logging.getLogger("cubejit.environment")
 
 _SCAN_PAGE = 256
+SCAN_BYTES = 8 << 20
+"""Bytes of values a scan reads at once (one entry, when a single entry is larger)."""
 TOUCH_AFTER_S = 86_400.0
 """An entry read is marked used (for ``cubejit env prune``, which drops the least recently
 used first) when its mark is older than this: a day's precision is all pruning needs, and a
@@ -60,7 +70,12 @@ REPLACE_ENTRY = (
 SET_ORIGIN = "UPDATE entries SET origin = ? WHERE namespace = ? AND key = ?"
 DELETE_ENTRY = "DELETE FROM entries WHERE namespace = ? AND key = ?"
 DELETE_NAMESPACE = "DELETE FROM entries WHERE namespace = ?"
-SCAN_PAGE = "SELECT key, value FROM entries WHERE namespace = ? AND key > ? ORDER BY key LIMIT ?"
+SCAN_KEYS = (
+    "SELECT key, length(value) FROM entries WHERE namespace = ? AND key > ? ORDER BY key LIMIT ?"
+)
+SCAN_RANGE = (
+    "SELECT key, value FROM entries WHERE namespace = ? AND key > ? AND key <= ? ORDER BY key"
+)
 CREATE_SIGNATURES = (
     "CREATE TABLE IF NOT EXISTS signatures ("
     "namespace TEXT NOT NULL, key BLOB NOT NULL, signature BLOB NOT NULL, "
@@ -102,7 +117,14 @@ class SqliteStorage:
     persists = True
 
     def __init__(
-        self, path: Path, connection: sqlite3.Connection, kind: str, *, readonly: bool, repair: bool
+        self,
+        path: Path,
+        connection: sqlite3.Connection,
+        kind: str,
+        *,
+        readonly: bool,
+        repair: bool,
+        wal: bool = True,
     ) -> None:
         self.path = path
         """The database file."""
@@ -112,6 +134,7 @@ class SqliteStorage:
         self._connection = connection
         self._readonly = readonly
         self._repair = repair
+        self._wal = wal
         self._inode = inode(path)
         self._lock = threading.RLock()
 
@@ -129,21 +152,31 @@ class SqliteStorage:
 
         With ``repair``, a file that is damaged or of another schema is set aside with a
         WARNING and rebuilt; without it, that is a :class:`StoreError`. A file that cannot be
-        created, opened or written is a :class:`StoreError` too.
+        created, opened or written is a :class:`StoreError` too, and so is a symbolic link at
+        ``path`` or its WAL files; one of a newer schema is a
+        :class:`~cubejit.environment.sqlite_file.NewerSchemaError`. A new database (and any
+        missing directory above it) is made private: ``0600``, ``0700``.
         """
         try:
             if not readonly:
-                path.parent.mkdir(parents=True, exist_ok=True)
+                for file in (path, *(path.with_name(path.name + s) for s in COMPANIONS)):
+                    if file.is_symlink():
+                        raise StoreError(
+                            f"{file} is a symbolic link; cubejit does not follow links in its "
+                            "store: remove it"
+                        )
+                make_private_directory(path.parent)
+            seen = inode(path)
             try:
                 connection, found = connect(path, kind, readonly=readonly, wal=wal)
             except Damaged as e:
                 if not repair or readonly:
                     raise StoreError(f"{path} is not a cubejit store: {e}") from None
-                set_aside(path, str(e))
+                set_aside(path, str(e), seen)
                 connection, found = connect(path, kind, readonly=False, wal=wal)
         except (OSError, sqlite3.Error, Damaged) as e:
             raise StoreError(str(e)) from e
-        return cls(path, connection, found, readonly=readonly, repair=repair)
+        return cls(path, connection, found, readonly=readonly, repair=repair, wal=wal)
 
     def get(self, namespace: str, key: bytes) -> bytes | None:
         try:
@@ -171,17 +204,29 @@ class SqliteStorage:
             self.last_failure = f"{self.path}: {e}"
             return InsertOutcome.FAILED
 
-    def insert_all(self, entries: Iterable[tuple[str, bytes, bytes, str]]) -> int:
+    def insert_all(
+        self,
+        entries: Iterable[tuple[str, bytes, bytes, str]],
+        sign: Callable[[str, bytes, bytes], bytes] | None = None,
+    ) -> int:
         """Inserts ``(namespace, key, value, origin)`` entries in one transaction, by the
-        rules of :meth:`insert`; how many were stored. Raises :class:`StoreError` on failure,
-        leaving the database as it was."""
+        rules of :meth:`insert`, with ``sign``'s signature of each kept beside it (see
+        :meth:`signature`); how many were stored. ``entries`` is consumed one at a time, so a
+        generator keeps memory to one entry. Raises :class:`StoreError` on failure, leaving the
+        database as it was."""
 
         def write(connection: sqlite3.Connection) -> int:
+            stored = 0
             with immediate(connection):
-                return sum(
-                    _check_and_write(connection, *entry) is InsertOutcome.STORED
-                    for entry in entries
-                )
+                if sign is not None:
+                    connection.execute(CREATE_SIGNATURES)
+                for namespace, key, value, origin in entries:
+                    outcome = _check_and_write(connection, namespace, key, value, origin)
+                    stored += outcome is InsertOutcome.STORED
+                    if sign is not None:
+                        signature = sign(namespace, key, value)
+                        connection.execute(WRITE_SIGNATURE, (namespace, key, signature))
+            return stored
 
         try:
             return self._run(write)
@@ -198,20 +243,31 @@ class SqliteStorage:
         self._write(DELETE_NAMESPACE, (namespace,))
 
     def scan(self, namespace: str) -> Iterator[tuple[bytes, bytes]]:
+        """Every entry of ``namespace`` in key order, read :data:`SCAN_BYTES` of values (or
+        one entry) at a time."""
         after = b""
         while True:
             try:
-                rows = self._run(
-                    lambda c, a=after: c.execute(SCAN_PAGE, (namespace, a, _SCAN_PAGE)).fetchall()
+                keys = self._run(
+                    lambda c, a=after: c.execute(SCAN_KEYS, (namespace, a, _SCAN_PAGE)).fetchall()
                 )
+                for first, last in _runs(keys, SCAN_BYTES, after):
+
+                    def values(
+                        c: sqlite3.Connection, a: bytes = first, b: bytes = last
+                    ) -> list[tuple[bytes, bytes]]:
+                        return c.execute(SCAN_RANGE, (namespace, a, b)).fetchall()
+
+                    rows = self._run(values)
+                    for key, value in rows:
+                        yield bytes(key), bytes(value)
+                    del rows
             except (sqlite3.Error, StoreError) as e:
                 log.debug("cannot read %s: %s", self.path, e)
                 return
-            for key, value in rows:
-                yield bytes(key), bytes(value)
-            if len(rows) < _SCAN_PAGE:
+            if len(keys) < _SCAN_PAGE:
                 return
-            after = bytes(rows[-1][0])
+            after = bytes(keys[-1][0])
 
     def summaries(self) -> list[NamespaceSummary]:
         try:
@@ -229,20 +285,6 @@ class SqliteStorage:
         except (sqlite3.Error, StoreError):
             return None
         return None if row is None else bytes(row[0])
-
-    def write_signatures(self, rows: Iterable[tuple[str, bytes, bytes]]) -> None:
-        """Keeps ``(namespace, key, signature)`` rows beside the entries, in one transaction.
-        Raises :class:`StoreError` on failure."""
-
-        def write(connection: sqlite3.Connection) -> None:
-            with immediate(connection):
-                connection.execute(CREATE_SIGNATURES)
-                connection.executemany(WRITE_SIGNATURE, rows)
-
-        try:
-            self._run(write)
-        except sqlite3.Error as e:
-            raise StoreError(f"cannot write {self.path}: {e}") from e
 
     def entries(self) -> list[EntryInfo]:
         """Every entry, the least recently used first (for pruning)."""
@@ -301,13 +343,30 @@ class SqliteStorage:
 
     def _rebuild(self, reason: str) -> None:
         self._connection.close()
-        if inode(self.path) == self._inode:
-            set_aside(self.path, reason)
+        set_aside(self.path, reason, self._inode)
         try:
-            self._connection, self.kind = connect(self.path, self.kind, readonly=False, wal=True)
+            self._connection, self.kind = connect(
+                self.path, self.kind, readonly=False, wal=self._wal
+            )
         except Damaged as e:
             raise StoreError(f"cannot rebuild {self.path}: {e}") from None
         self._inode = inode(self.path)
+
+
+def _runs(
+    keys: list[tuple[bytes, int]], budget: int, after: bytes
+) -> Iterator[tuple[bytes, bytes]]:
+    """Splits a page of ``(key, value size)`` rows, the keys that follow ``after``, into
+    ranges ``(first, last]`` whose values add up to at most ``budget`` bytes (or hold one
+    entry)."""
+    total = 0
+    for i, (_, size) in enumerate(keys):
+        if total and total + size > budget:
+            yield after, bytes(keys[i - 1][0])
+            after, total = bytes(keys[i - 1][0]), 0
+        total += size
+    if keys:
+        yield after, bytes(keys[-1][0])
 
 
 def _check_and_write(

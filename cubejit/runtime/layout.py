@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from cubejit.ir.nodes import KernelIR, Param
 from cubejit.ir.traits import block_traits
-from cubejit.ir.types import SCALARS, ArrayType, Scalar, TensorType
+from cubejit.ir.types import ArrayType, Scalar, TensorType
 from cubejit.ir.values import declared
 
 U32_MAX = 2**32 - 1
@@ -97,29 +97,6 @@ class ParamSlot:
         if self.kind is SlotKind.TENSOR:
             return f"Tensor[{self.scalar.name}, {self.rank}]"
         return self.scalar.name
-
-    def to_json(self) -> list[object]:
-        """The slot as a JSON-able list, read back by :meth:`from_json`."""
-        return [self.name, self.kind.value, self.scalar.name, self.rank, self.written]
-
-    @classmethod
-    def from_json(cls, item: object) -> ParamSlot:
-        """The slot :meth:`to_json` wrote; ``ValueError`` for anything else."""
-        if not isinstance(item, list) or len(item) != 5:
-            raise ValueError(f"parameter slot {item!r} is malformed")
-        name, kind, scalar, rank, written = item
-        if (
-            not isinstance(name, str)
-            or kind not in {k.value for k in SlotKind}
-            or scalar not in SCALARS
-            or not isinstance(rank, int)
-            or not isinstance(written, bool)
-        ):
-            raise ValueError(f"parameter slot {item!r} is malformed")
-        slot = cls(name, SCALARS[scalar], SlotKind(kind), rank, written)
-        if (slot.kind is SlotKind.TENSOR) != (rank >= 1) or rank < 0:
-            raise ValueError(f"parameter slot {item!r} has rank {rank}")
-        return slot
 
 
 def written_buffers(kernel: KernelIR) -> frozenset[str]:

@@ -44,7 +44,7 @@ def command(root: Path, cwd: Path) -> Cubejit:
 
 def copy_root(root: Path, dest: Path) -> Path:
     """A copy of the environments under ``root`` at ``dest``, consistent (WAL included)."""
-    dest.mkdir(parents=True)
+    dest.mkdir(parents=True, mode=0o700)
     for database in root.glob("*.db"):
         with closing(sqlite3.connect(database)) as db:
             db.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -86,10 +86,6 @@ def test_export_then_import_ships_entries_to_another_environment(
     assert (
         "exported 8 entries" in cubejit("env", "export", str(bundle), "--namespace", "cpu/").stdout
     )
-    assert (
-        "exported 0 entries"
-        in cubejit("env", "export", str(tmp_path / "none.cjb"), "--namespace", "cuda/").stdout
-    )
     first = cubejit("env", "import", str(bundle), CUBEJIT_ENV="elsewhere").stdout
     assert "imported 8 entries" in first
     again = cubejit("env", "import", str(bundle), CUBEJIT_ENV="elsewhere").stdout
@@ -106,3 +102,67 @@ def test_exporting_over_a_file_that_is_not_a_bundle_is_refused(
     assert done.returncode == 1
     assert "cubejit: error:" in done.stderr
     assert precious.read_text() == "keep me"
+
+
+def test_exporting_namespaces_that_match_nothing_is_an_error_and_writes_nothing(
+    warmed: Path, tmp_path: Path
+) -> None:
+    cubejit = command(warmed, tmp_path)
+    bundle = tmp_path / "none.cjb"
+    done = cubejit("env", "export", str(bundle), "--namespace", "cuda/", check=False)
+    assert done.returncode == 1
+    assert "no namespace of 'default' starts with cuda/" in done.stderr
+    assert "cpu/0.1.0/" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not bundle.exists()
+    assert list(tmp_path.glob(".none.cjb*")) == []
+
+
+def test_files_set_aside_count_in_prune_and_clear_aside_removes_them(
+    warmed: Path, tmp_path: Path
+) -> None:
+    root = copy_root(warmed, tmp_path / "root")
+    cubejit = command(root, tmp_path)
+    for command_line in (("env", "clear", "--aside"), ("env", "prune", "--max-size", "1G")):
+        (root / "default.db").write_bytes(b"this is not a database; " * 500)
+        cubejit("env", "show")
+        assert len(list(root.glob("default.db.damaged-*"))) == 1
+        done = cubejit(*command_line)
+        assert "deleted 1 files set aside as damaged" in done.stdout
+        assert list(root.glob("default.db.damaged-*")) == []
+
+
+def test_use_never_writes_through_a_symbolic_link_and_a_linked_choice_is_ignored(
+    cubejit: Cubejit, tmp_path: Path
+) -> None:
+    root = tmp_path / "root"
+    root.mkdir(mode=0o700)
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("theirs\n")
+    (root / "active-environment").symlink_to(target)
+    done = cubejit("env", "use", "mine", check=False)
+    assert done.returncode == 1
+    assert f"cannot write {root / 'active-environment'}" in done.stderr
+    assert target.read_text() == "theirs\n"
+    shown = cubejit("env", "show")
+    assert "environment default" in shown.stdout
+    assert "is not trusted (it is a symbolic link" in shown.stderr
+
+
+def test_an_environment_of_a_newer_schema_is_listed_as_such_and_never_cleared(
+    warmed: Path, tmp_path: Path
+) -> None:
+    root = copy_root(warmed, tmp_path / "root")
+    with closing(sqlite3.connect(root / "default.db")) as db, db:
+        (version,) = db.execute("SELECT value FROM meta WHERE name = 'schema_version'").fetchone()
+        newer = str(int(version) + 1)
+        db.execute("UPDATE meta SET value = ? WHERE name = 'schema_version'", (newer,))
+    before = entries(root / "default.db")
+    cubejit = command(root, tmp_path)
+    assert f"newer cubejit (schema {newer})" in cubejit("env", "list").stdout
+    cleared = cubejit("env", "clear", check=False)
+    assert cleared.returncode == 1
+    assert f"written by a newer cubejit (schema version {newer};" in cleared.stderr
+    assert "Traceback" not in cleared.stderr
+    assert entries(root / "default.db") == before
+    assert list(root.glob("default.db.damaged-*")) == []

@@ -1,12 +1,14 @@
-"""Processes and mounts for the store's tests: children that use an environment, a tmpfs,
-a read-only directory."""
+"""Processes and mounts for the store's tests: children that use an environment (as this user
+or another), a tmpfs, a read-only directory, a directory shared by users."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -43,11 +45,12 @@ def run(code: str, root: Path, env: str = "test") -> str:
 
 @contextlib.contextmanager
 def mounted_tmpfs(where: Path, options: str) -> Iterator[Path]:
-    """A ``tmpfs`` mounted at ``where`` with ``options`` for the block; skips the test where
-    this machine does not let it mount one (not root, or no permission)."""
+    """A ``tmpfs`` mounted at ``where`` with ``options`` for the block, private (``0700``) as a
+    cache root must be; skips the test where this machine does not let it mount one (not root,
+    or no permission)."""
     where.mkdir(parents=True, exist_ok=True)
     done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)],
+        ["mount", "-t", "tmpfs", "-o", f"mode=0700,{options}", "tmpfs", str(where)],
         capture_output=True,
         text=True,
         check=False,
@@ -74,3 +77,41 @@ def read_only_directory(where: Path) -> Iterator[Path]:
         yield where
     finally:
         where.chmod(0o755)
+
+
+ANOTHER_USER = 65534
+"""The uid (and gid) children run as to be a user other than the store's owner: ``nobody``."""
+
+
+def run_as_another_user(imports: str, code: str, root: Path) -> subprocess.CompletedProcess[str]:
+    """Runs ``imports`` then ``code`` in a new process, on the environment ``default`` under
+    ``root``, as :data:`ANOTHER_USER` from ``code`` on: the process drops root's privileges
+    between the two, as a daemon does, because this interpreter's own files may be where that
+    user cannot read them. Skips the test where this process is not root."""
+    if os.geteuid() != 0:
+        pytest.skip("running a child as another user takes root")
+    drop = (
+        f"import os\nos.setgroups([])\nos.setresgid({ANOTHER_USER}, {ANOTHER_USER}, "
+        f"{ANOTHER_USER})\nos.setresuid({ANOTHER_USER}, {ANOTHER_USER}, {ANOTHER_USER})\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", f"{imports}\n{drop}{code}"],
+        env=child_environ(root, "default"),
+        cwd=root.parent,
+        text=True,
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
+
+
+@contextlib.contextmanager
+def shared_place() -> Iterator[Path]:
+    """A directory every user may enter and read but only root may write (``0755``), outside
+    the test's private temporary directory, removed afterwards."""
+    where = Path(tempfile.mkdtemp(prefix="cubejit-shared-"))
+    where.chmod(0o755)
+    try:
+        yield where
+    finally:
+        shutil.rmtree(where, ignore_errors=True)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import sqlite3
 from pathlib import Path
 
 import pytest
+from store_helpers import spawn
 
 from cubejit import environment
 from cubejit.compile.id import ArtifactId, KernelId
@@ -141,3 +144,85 @@ def test_a_bundle_from_another_fingerprint_serves_nothing_here(root: Path, tmp_p
         f"cpu/{here.namespace.split('/')[1]}/x86_64-gcc12-znver4"
     ]
     assert ArtifactStore("cpu", "x86_64-gcc12-znver4").stored(kernel) == (b"for zen 4", {})
+
+
+def test_a_loaded_bundle_is_never_written_and_kernels_compiled_meanwhile_stay_local(
+    root: Path, tmp_path: Path
+) -> None:
+    artifacts = ArtifactStore("cpu", "fp")
+    shipped = ArtifactId(KernelId("shipped"), None)
+    artifacts.store(shipped, b"from the bundle", {"entry": "e"}, "text")
+    bundle = tmp_path / "b.cjb"
+    environment.export_bundle(bundle)
+    before = (bundle.read_bytes(), bundle.stat().st_mtime_ns)
+    environment.activate("local")
+    environment.load(bundle)
+    fresh = ArtifactId(KernelId("fresh"), None)
+    assert artifacts.store(fresh, b"compiled here", {"entry": "f"}, "new text")
+    assert artifacts.stored(shipped) == (b"from the bundle", {"entry": "e"})
+    assert artifacts.stored(fresh) == (b"compiled here", {"entry": "f"})
+    assert (bundle.read_bytes(), bundle.stat().st_mtime_ns) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.cjb", "root"]
+    environment.activate("local")
+    assert artifacts.stored(fresh) == (b"compiled here", {"entry": "f"})
+    assert artifacts.stored(shipped) is None
+
+
+def test_loading_or_importing_a_bundle_without_a_signing_key_warns_that_its_code_is_unverified(
+    root: Path, tmp_path: Path, store_warnings: list[logging.LogRecord]
+) -> None:
+    for i in range(3):
+        Store(NS).insert(b"k%d" % i, value(f"v{i}"))
+    environment.export_bundle(tmp_path / "b.cjb")
+    environment.activate("elsewhere")
+
+    def unverified() -> int:
+        return sum("trusted unverified" in r.getMessage() for r in store_warnings)
+
+    environment.import_bundle(tmp_path / "b.cjb")
+    assert unverified() == 1
+    environment.activate("another")
+    environment.load(tmp_path / "b.cjb")
+    assert Store(NS).get(b"k1") == value("v1")
+    assert unverified() == 2
+    assert str((tmp_path / "b.cjb").resolve()) in store_warnings[-1].getMessage()
+
+
+STREAMING = """
+import json, os, resource, sys
+from cubejit import environment
+from cubejit.environment.manager import ENVIRONMENTS
+from cubejit.environment.value import encode
+
+ENTRIES, SIZE = {entries}, {size}
+_, storage = ENVIRONMENTS.current()
+for i in range(ENTRIES):
+    storage.insert("cpu/0.1.0/fp", b"k%d" % i, encode(os.urandom(SIZE), {{"i": i}}))
+ENVIRONMENTS.reset()
+
+def peak():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+before = peak()
+exported = environment.export_bundle(sys.argv[1])
+after_export = peak()
+environment.activate("elsewhere")
+report = environment.import_bundle(sys.argv[1])
+print(json.dumps([exported, report.imported, before, after_export, peak()]))
+"""
+
+
+def test_export_and_import_stream_entries_in_memory_bounded_by_the_largest_entry(
+    root: Path, tmp_path: Path
+) -> None:
+    entries, size = 32, 6 << 20
+    bundle = tmp_path / "big.cjb"
+    code = STREAMING.format(entries=entries, size=size)
+    process = spawn(code.replace("sys.argv[1]", repr(str(bundle))), root)
+    out, err = process.communicate(timeout=300)
+    assert process.returncode == 0, err
+    exported, imported, before, after_export, after_import = json.loads(out)
+    assert exported == imported == entries
+    bound = (64 << 20) + size
+    assert after_export - before <= bound, (after_export - before) >> 20
+    assert after_import - before <= bound, (after_import - before) >> 20

@@ -7,6 +7,7 @@ import os
 import random
 import sqlite3
 import subprocess
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -14,8 +15,9 @@ from store_helpers import mounted_tmpfs, read_only_directory
 
 from cubejit import config, environment
 from cubejit.compile.id import ArtifactId, KernelId
-from cubejit.environment import ArtifactStore, Store
+from cubejit.environment import ArtifactStore, Store, filesystem, storage_sqlite
 from cubejit.environment.manager import ENVIRONMENTS
+from cubejit.environment.sqlite_file import SCHEMA_VERSION, Damaged
 from cubejit.environment.storage import InsertOutcome
 from cubejit.environment.storage_sqlite import SqliteStorage
 
@@ -61,7 +63,7 @@ def test_random_bytes_over_stored_values_are_never_served(
     assert all_served(store, 6)
 
 
-@pytest.mark.parametrize("damage", ["truncated", "not sqlite", "another schema"])
+@pytest.mark.parametrize("damage", ["truncated", "not sqlite", "an older schema"])
 def test_a_damaged_database_is_set_aside_and_rebuilt(
     root: Path, store_warnings: list[logging.LogRecord], damage: str
 ) -> None:
@@ -75,7 +77,7 @@ def test_a_damaged_database_is_set_aside_and_rebuilt(
         database.write_bytes(b"this is not a database; " * 500)
     else:
         with sqlite3.connect(database) as db:
-            db.execute("UPDATE meta SET value = '99' WHERE name = 'schema_version'")
+            db.execute("UPDATE meta SET value = '1' WHERE name = 'schema_version'")
     store = ArtifactStore("cpu", "fp")
     store.stored(kernel(0))
     fill(store, 30)
@@ -167,3 +169,81 @@ def test_a_degraded_environment_still_scans_what_its_database_held(
             | {store.source_key(f"text {i}") for i in range(5)}
         )
         ENVIRONMENTS.reset()
+
+
+def test_a_database_of_a_newer_schema_is_left_unchanged_with_one_warning(
+    root: Path, store_warnings: list[logging.LogRecord]
+) -> None:
+    fill(ArtifactStore("cpu", "fp"), 3)
+    ENVIRONMENTS.reset()
+    database = environment.path()
+    newer = str(int(SCHEMA_VERSION) + 1)
+    with closing(sqlite3.connect(database)) as db, db:
+        db.execute("UPDATE meta SET value = ? WHERE name = 'schema_version'", (newer,))
+    before = database.read_bytes()
+    store = ArtifactStore("cpu", "fp")
+    assert store.stored(kernel(0)) is None
+    fill(store, 3)
+    assert all_served(store, 3)
+    assert not store.persists()
+    ENVIRONMENTS.reset()
+    assert database.read_bytes() == before
+    assert aside(root) == []
+    assert len(store_warnings) == 1
+    assert f"newer cubejit (schema version {newer};" in store_warnings[0].getMessage()
+
+
+def test_setting_a_damaged_file_aside_never_renames_one_another_process_just_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    database = tmp_path / "e.db"
+    database.write_bytes(b"this is not a database; " * 500)
+    other = SqliteStorage.open(tmp_path / "made-by-another.db")
+    other.insert("ns", b"key", b"theirs")
+    other.close()
+    real = storage_sqlite.connect
+    raced: list[Path] = []
+
+    def connect_while_another_process_repairs(
+        path: Path, kind: str, **options: bool
+    ) -> tuple[sqlite3.Connection, str]:
+        try:
+            return real(path, kind, **options)
+        except Damaged:
+            if not raced:
+                raced.append(path)
+                os.replace(tmp_path / "made-by-another.db", path)
+            raise
+
+    monkeypatch.setattr(storage_sqlite, "connect", connect_while_another_process_repairs)
+    storage = SqliteStorage.open(database)
+    try:
+        assert raced == [database]
+        assert storage.get("ns", b"key") == b"theirs"
+        assert aside(tmp_path) == []
+    finally:
+        storage.close()
+
+
+def test_a_root_on_a_network_filesystem_keeps_a_rollback_journal_with_one_warning(
+    root: Path, store_warnings: list[logging.LogRecord], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ENVIRONMENTS, "filesystem_type", lambda path: 0x6969)
+    store = ArtifactStore("cpu", "fp")
+    fill(store, 5)
+    assert store.persists()
+    database = environment.path()
+    assert not Path(f"{database}-wal").exists()
+    with closing(sqlite3.connect(database)) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    ENVIRONMENTS.reset()
+    assert all_served(ArtifactStore("cpu", "fp"), 5)
+    assert [r.getMessage().count("is on NFS") for r in store_warnings] == [1, 1]
+
+
+def test_the_filesystem_seam_reads_the_statfs_magic_of_the_root(tmp_path: Path) -> None:
+    assert filesystem.network_filesystem(filesystem.filesystem_type(tmp_path)) is None
+    with mounted_tmpfs(tmp_path / "tmpfs", "size=64k") as where:
+        assert filesystem.filesystem_type(where / "not" / "yet") == 0x01021994
+    assert filesystem.network_filesystem(0x6969) == "NFS"
+    assert filesystem.network_filesystem(0xFF534D42) == "CIFS"

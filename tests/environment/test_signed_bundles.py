@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -84,11 +85,28 @@ def test_a_bundle_served_in_place_serves_only_what_checks(shipped: Path) -> None
     assert Store(NS).get(b"k2") is None
 
 
-def test_what_is_written_into_a_signed_bundle_served_in_place_is_served_again(
+def test_a_bundle_claiming_to_be_an_environment_is_still_verified(shipped: Path) -> None:
+    tamper(shipped, b"k2")
+    with closing(sqlite3.connect(shipped)) as db, db:
+        db.execute("UPDATE meta SET value = 'environment' WHERE name = 'kind'")
+    environment.load(shipped)
+    assert Store(NS).get(b"k0") == value("v0")
+    assert Store(NS).get(b"k2") is None
+    environment.activate("elsewhere")
+    report = environment.import_bundle(shipped)
+    assert (report.imported, report.failed) == (2, 1)
+
+
+def test_a_signed_bundle_served_in_place_is_never_written_and_new_entries_stay_local(
     shipped: Path,
 ) -> None:
+    before = shipped.read_bytes()
     environment.load(shipped)
     assert Store(NS).insert(b"new", value("fresh")).name == "STORED"
+    assert Store(NS).get(b"new") == value("fresh")
+    assert shipped.read_bytes() == before
     environment.activate("elsewhere")
+    assert Store(NS).get(b"new") == value("fresh")
     environment.load(shipped)
     assert Store(NS).get(b"new") == value("fresh")
+    assert Store(NS).get(b"k1") == value("v1")

@@ -18,6 +18,7 @@ import shutil
 import threading
 from pathlib import Path
 
+from cubejit import trust
 from cubejit.backends.cpu.process import run_bounded
 
 _log = logging.getLogger("cubejit.compilation")
@@ -99,8 +100,16 @@ def _probe(path: str, timeout: float) -> str:
 
 
 def _read(cache_dir: Path) -> dict[str, tuple[int, int, str]]:
+    """What was kept under ``cache_dir``; nothing when the root or the file is not trusted (a
+    forged identity would file code under another compiler's namespace)."""
+    path = cache_dir / PROBES_FILE
+    why = trust.refusal(cache_dir) or trust.refusal(path)
+    if why is not None:
+        _log.debug("ignoring the compiler identities in %s: %s", path, why)
+        return {}
     try:
-        with open(cache_dir / PROBES_FILE, "rb") as f:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as f:
             table = json.load(f)
     except (OSError, ValueError):
         return {}

@@ -16,9 +16,11 @@ from cubejit.runtime.layout import ParamSlot, SlotKind, kernel_slots
 
 __all__ = ["ENTRY_POINT", "FORMAT", "CudaArtifact", "ParamSlot", "param_slots"]
 
-FORMAT = 3
-"""The version of the stored metadata. Format 2 (before tensors) is still read; a stored entry
-of another version is not loaded."""
+FORMAT = 2
+"""The version of the stored metadata; a stored entry of another version is not loaded. Tensors
+were added within it, so that a cubejit of before reads the artifacts of kernels without tensors
+as it always did: a parameter is ``[name, scalar, is_array, written]``, a tensor
+``[name, scalar, "tensor", written, rank]``."""
 
 ENTRY_POINT = "cubejit_kernel"
 """The symbol of every kernel's ``__global__`` function. Fixed, so two kernels whose text is
@@ -60,7 +62,7 @@ class CudaArtifact:
             "format": FORMAT,
             "entry": self.entry,
             "arch": self.arch,
-            "params": [s.to_json() for s in self.params],
+            "params": [_stored_slot(s) for s in self.params],
             "coarsening": self.coarsening,
             "dynamic_shared": self.dynamic_shared,
         }
@@ -69,29 +71,38 @@ class CudaArtifact:
     def from_stored(cls, payload: bytes, meta: dict[str, object]) -> CudaArtifact:
         """The artifact :meth:`metadata` and ``cubin`` describe. Raises ``ValueError`` for
         metadata of another format or a payload that is no cubin."""
-        version = meta.get("format")
-        if version not in (2, FORMAT):
-            raise ValueError(f"CUDA artifact format {version!r}, expected {FORMAT}")
+        if meta.get("format") != FORMAT:
+            raise ValueError(f"CUDA artifact format {meta.get('format')!r}, expected {FORMAT}")
         if not payload.startswith(ELF_MAGIC):
             raise ValueError("stored CUDA artifact is not an ELF image")
         params = meta["params"]
         if not isinstance(params, list):
             raise ValueError("stored CUDA artifact has no parameter list")
-        read = ParamSlot.from_json if version == FORMAT else _second_format
         return cls(
             cubin=bytes(payload),
             entry=str(meta["entry"]),
             arch=str(meta["arch"]),
-            params=tuple(read(item) for item in params),
+            params=tuple(_read_slot(item) for item in params),
             coarsening=int(meta["coarsening"]),  # type: ignore[call-overload]
             dynamic_shared=int(meta.get("dynamic_shared", 0)),  # type: ignore[call-overload]
         )
 
 
-def _second_format(item: object) -> ParamSlot:
-    """A slot of format 2: ``[name, scalar, is_array, written]``."""
-    if not isinstance(item, list) or len(item) != 4 or str(item[1]) not in SCALARS:
+def _stored_slot(slot: ParamSlot) -> list[object]:
+    if slot.is_tensor:
+        return [slot.name, slot.scalar.name, "tensor", slot.written, slot.rank]
+    return [slot.name, slot.scalar.name, slot.is_array, slot.written]
+
+
+def _read_slot(item: object) -> ParamSlot:
+    """A slot as :func:`_stored_slot` wrote it."""
+    if not isinstance(item, list) or len(item) not in (4, 5) or str(item[1]) not in SCALARS:
         raise ValueError(f"stored CUDA parameter {item!r} is malformed")
-    name, scalar, is_array, written = item
-    kind = SlotKind.ARRAY if is_array else SlotKind.SCALAR
-    return ParamSlot(str(name), SCALARS[str(scalar)], kind, 0, bool(written))
+    name, scalar, kind = str(item[0]), SCALARS[str(item[1])], item[2]
+    if len(item) == 5:
+        rank = item[4]
+        if kind != "tensor" or type(rank) is not int or rank < 1:
+            raise ValueError(f"stored CUDA parameter {item!r} is malformed")
+        return ParamSlot(name, scalar, SlotKind.TENSOR, rank, bool(item[3]))
+    slot_kind = SlotKind.ARRAY if kind is True else SlotKind.SCALAR
+    return ParamSlot(name, scalar, slot_kind, 0, bool(item[3]))

@@ -175,3 +175,21 @@ def test_a_two_dimensional_launch_over_a_transposed_tensor_writes_every_element(
     out = cpu.empty((m, n), cj.f32)
     rows.launch(cpu, (cj.cdiv(n, 64), m), (64, 1), 3.0, x, y, out)
     np.testing.assert_allclose(cpu.read(out), 3 * x + y, rtol=1e-6)
+
+
+def test_artifact_metadata_keeps_the_shape_earlier_versions_read_for_kernels_without_tensors() -> (
+    None
+):
+    from cubejit.backends.cpu.artifact import CpuArtifact
+    from cubejit.runtime.layout import ParamSlot, SlotKind
+
+    flat = (ParamSlot("x", cj.f32, SlotKind.ARRAY), ParamSlot("o", cj.f32, SlotKind.ARRAY, 0, True))
+    meta = CpuArtifact(b"\x7fELF", "e", flat).metadata()
+    assert meta["format"] == 1 and meta["layout"] == [["x", "array", "f32"], ["o", "array", "f32"]]
+    assert CpuArtifact.from_parts(b"\x7fELF", meta).layout == flat
+    shaped = (ParamSlot("t", cj.f32, SlotKind.TENSOR, 3, True),)
+    meta = CpuArtifact(b"\x7fELF", "e", shaped).metadata()
+    assert meta["layout"] == [["t", "tensor", "f32", 3]] and meta["written"] == ["t"]
+    assert CpuArtifact.from_parts(b"\x7fELF", meta).layout == shaped
+    del meta["written"]
+    assert not CpuArtifact.from_parts(b"\x7fELF", meta).layout[0].written

@@ -119,6 +119,22 @@ def test_a_process_starting_on_a_warm_root_does_not_ask_the_compiler_who_it_is(
     assert runs == ["1", "0"]
 
 
+def test_compiler_identities_kept_in_a_file_others_may_write_are_never_believed(
+    tmp_path: Path,
+) -> None:
+    environ = dict(os.environ, CUBEJIT_CACHE_DIR=str(tmp_path / "root"))
+
+    def probes() -> str:
+        return subprocess.run(
+            [sys.executable, "-c", PROBES], env=environ, capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    assert probes() == "1"
+    kept = tmp_path / "root" / "compilers.json"
+    kept.chmod(0o666)
+    assert probes() == "1"
+
+
 def test_a_compiler_binary_that_changed_is_asked_again_and_changes_the_fingerprint(
     tmp_path: Path,
 ) -> None:

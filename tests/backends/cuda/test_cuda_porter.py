@@ -64,6 +64,7 @@ def lowered(spec: Any) -> tuple[str, bytes]:
     return recording.source_text or "", artifact.cubin
 
 
+@pytest.mark.cuda_packages
 @pytest.mark.parametrize("spec", SPECS, ids=repr)
 def test_each_porter_and_one_meaning_kernel_compiles_with_nvrtc(spec: Any) -> None:
     if half_include_dir() is None:
@@ -72,6 +73,7 @@ def test_each_porter_and_one_meaning_kernel_compiles_with_nvrtc(spec: Any) -> No
     assert cubin.startswith(ELF_MAGIC)
 
 
+@pytest.mark.cuda_packages
 def test_cuda_text_rounds_an_f16_literal_once_and_saturates_conversions() -> None:
     if half_include_dir() is None:
         pytest.skip("the CUDA half headers (nvidia-cuda-runtime or a CUDA toolkit) are missing")

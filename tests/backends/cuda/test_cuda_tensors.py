@@ -75,6 +75,7 @@ class _Recording:
         pass
 
 
+@pytest.mark.cuda_packages
 @pytest.mark.parametrize("mask", [0, 5, 7])
 def test_nvrtc_compiles_each_contiguity_of_a_tensor_kernel(mask: int) -> None:
     compiler = CudaCompiler("sm_80")
@@ -85,6 +86,10 @@ def test_nvrtc_compiles_each_contiguity_of_a_tensor_kernel(mask: int) -> None:
     assert [s.written for s in artifact.params] == [False, False, False, True]
     again = CudaArtifact.from_stored(artifact.cubin, artifact.metadata())
     assert again == artifact
+    assert artifact.metadata()["params"][:2] == [
+        ["a", "f32", False, False],
+        ["x", "f32", "tensor", False, 2],
+    ]
     assert compiler.compilations == 1
 
 
@@ -228,6 +233,7 @@ def rows(a: cj.f32, x: cj.Tensor[cj.f32], y: cj.Tensor[cj.f32], out: cj.Tensor[c
 ROWS = rows.specialize((256, 1), x=2, y=2, out=2)
 
 
+@pytest.mark.cuda_packages
 def test_a_row_guarded_tensor_kernel_has_a_coarsened_no_alias_form_nvrtc_compiles() -> None:
     compiler = CudaCompiler("sm_80")
     aid = ArtifactId(ROWS.id(), (True, 7))

@@ -148,10 +148,19 @@ class Dialect:
         """The statement a barrier is, or None where it needs none (a plane of one unit)."""
         raise UnsupportedError(f"this backend has no {type(group).__name__} statement")
 
-    def atomic(self, op: ir.AtomicOp, t: Scalar, address: str, args: list[str], call: Call) -> str:
+    def atomic(
+        self,
+        op: ir.AtomicOp,
+        t: Scalar,
+        address: str,
+        args: list[str],
+        call: Call,
+        shared: bool = False,
+    ) -> str:
         """The expression doing ``op`` atomically on the element at ``address`` (a pointer to
-        a ``t``), giving the value held before (a store gives nothing of use). ``call``
-        calls a helper of :meth:`own_helper` and has it defined."""
+        a ``t``; ``shared`` when it is in shared memory), giving the value held before (a store
+        gives nothing of use). ``call`` calls a helper of :meth:`own_helper` and has it
+        defined."""
         raise UnsupportedError(f"this backend has no atomic {op.value}")
 
     def plane(self, fn: ir.PlaneFn, t: Scalar, args: list[str], call: Call) -> str:
@@ -276,6 +285,7 @@ class Walker:
         contiguous: frozenset[str] = frozenset(),
         spell: dict[str, str] | None = None,
         exits: Callable[[ir.Break | ir.Continue | ir.Return], str] | None = None,
+        inline_positions: bool = False,
     ) -> None:
         self.kernel = kernel
         self.d = dialect
@@ -288,6 +298,8 @@ class Walker:
         self.exits = exits
         """How a ``break``/``continue`` outside any loop of the block, or a ``return``, is
         written, when the caller places the block inside loops of its own."""
+        self.inline_positions = inline_positions
+        """Whether positions are spelled by the dialect where read (no declared names)."""
         self.helpers: set[tuple[str, Scalar]] = set()
         self.loops = 0
         self.open_loops = 0
@@ -376,7 +388,11 @@ class Walker:
     def atomic(self, s: ir.Atomic, depth: int) -> None:
         t = self.element(s.array)
         address = f"&{self.array(s.array)}[{self.expr(s.index)}]"
-        code = self.d.atomic(s.op, t, address, [self.expr(a) for a in s.args], self.call)
+        shared = any(
+            b.name == s.array and b.kind is ir.BufferKind.SHARED for b in self.kernel.allocations
+        )
+        args = [self.expr(a) for a in s.args]
+        code = self.d.atomic(s.op, t, address, args, self.call, shared)
         if s.result is None:
             self.line(depth, f"{code};")
         else:
@@ -472,7 +488,7 @@ class Walker:
         if isinstance(e, ir.Var):
             return self.var(e.name)
         if isinstance(e, ir.PositionOf):
-            return position_name(e.which)
+            return self.d.position(e.which) if self.inline_positions else position_name(e.which)
         if isinstance(e, ir.Length):
             return length_name(e.array)
         if isinstance(e, ir.Shape):

@@ -105,7 +105,7 @@ class CooperationRules(ExpressionRules):
             and isinstance(func.value.value, ast.Name | ast.Attribute)
         ):
             base = self.expr(func.value.value)
-            if isinstance(base, ArrayRef) and base.type.atomic:
+            if isinstance(base, ArrayRef) and isinstance(base.type, ArrayType) and base.type.atomic:
                 return self.atomic_call(base, func.value.slice, func.attr, node)
             return None
         if isinstance(func, ast.Subscript):

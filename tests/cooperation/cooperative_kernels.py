@@ -186,6 +186,7 @@ def every_atomic(t: object) -> cj.Kernel:
         u = cj.UNIT_POS
         if u == 0:
             s[0].store(v)
+            s[1].store(v)
         cj.sync_cube()
         at = cj.ABSOLUTE_POS * 11
         out[at + 0] = a[0].fetch_add(v)

@@ -9,6 +9,7 @@ import pytest
 from cooperation_devices import Device
 from cooperative_kernels import (
     cas_counter,
+    every_atomic,
     histogram_global,
     histogram_shared,
     plane_sum_reduction,
@@ -123,3 +124,25 @@ def test_a_large_shared_buffer_is_seen_by_the_whole_cube(device: Device, n: int)
     out = device.put(np.zeros(n, np.float32))
     wide_tile.launch(device.client, 1, 256, device.put(x), out, N=n)
     np.testing.assert_allclose(device.get(out), x[::-1] + (np.arange(n) % 3))
+
+
+ATOMIC_TYPES = [cj.i32, cj.u32, cj.i64, cj.u64, cj.f32, cj.f64]
+
+
+@pytest.mark.parametrize("t", ATOMIC_TYPES, ids=str)
+def test_every_atomic_operation_returns_the_value_held_before(device: Device, t: object) -> None:
+    dtype = t.dtype  # type: ignore[attr-defined]
+    start = np.array([5, 9, 3, 8, 2, 6, 7, 12, 10, 0], dtype)
+    a = device.put(start)
+    out = device.put(np.zeros(11, dtype))
+    v = dtype.type(6)
+    every_atomic(t).launch(device.client, 1, 1, a, out, v)
+    integer = np.issubdtype(dtype, np.integer)
+    want_old = (
+        [5, 9, 3, 8, 2, 6, 7, 6, 12, 12 | 10, 6] if integer else [5, 9, 3, 8, 2, 6, 7, 6, 12, 0, 0]
+    )
+    np.testing.assert_array_equal(device.get(out), np.array(want_old, dtype))
+    after = (
+        [11, 3, 6, 6, 6, 6, 7, 12 & 6, 10 | 6, 6] if integer else [11, 3, 6, 6, 6, 6, 7, 12, 10, 6]
+    )
+    np.testing.assert_array_equal(device.get(a), np.array(after, dtype))

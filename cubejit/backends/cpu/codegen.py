@@ -93,7 +93,18 @@ class CDialect(Dialect):
             return None
         return super().sync(group)
 
-    def atomic(self, op: ir.AtomicOp, t: Scalar, address: str, args: list[str], call: Call) -> str:
+    def atomic(
+        self,
+        op: ir.AtomicOp,
+        t: Scalar,
+        address: str,
+        args: list[str],
+        call: Call,
+        shared: bool = False,
+    ) -> str:
+        """Shared memory belongs to the one thread running its cube: its atomics are plain."""
+        if shared:
+            return cooperation.plain(op, t, address, args, call)
         return cooperation.atomic(op, t, address, args, call)
 
     def plane(self, fn: ir.PlaneFn, t: Scalar, args: list[str], call: Call) -> str:

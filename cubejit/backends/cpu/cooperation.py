@@ -101,6 +101,8 @@ def atomic_helper(
     helper: str, t: Scalar, qualifier: str, type_name: Callable[[Scalar], str]
 ) -> str | None:
     """The definition of atomic helper ``cj_<helper>_<t>``, or None if it is not one."""
+    if helper.startswith("plain_"):
+        return _plain_helper(helper.removeprefix("plain_"), t, qualifier, type_name)
     if not helper.startswith("atomic_"):
         return None
     unsigned = SCALARS[f"u{t.bits}"]
@@ -114,6 +116,56 @@ def atomic_helper(
         return _CAS.format(**fields)
     op = ir.AtomicOp[what.upper()]
     return _CAS_LOOP.format(op=what, combine=_COMBINE[op], **fields)
+
+
+_PLAIN = """\
+{q} {T} cj_plain_{op}_{t}({T} *p, {T} v) {{
+    {T} old = *p;
+    *p = ({T})({combine});
+    return old;
+}}"""
+
+_PLAIN_CAS = """\
+{q} {T} cj_plain_cas_{t}({T} *p, {T} expected, {T} desired) {{
+    {T} old = *p;
+    if (memcmp(&old, &expected, sizeof old) == 0) *p = desired;
+    return old;
+}}"""
+
+_PLAIN_COMBINE: dict[ir.AtomicOp, str] = {
+    ir.AtomicOp.ADD: "({U})old + ({U})v",
+    ir.AtomicOp.SUB: "({U})old - ({U})v",
+    ir.AtomicOp.AND: "old & v",
+    ir.AtomicOp.OR: "old | v",
+    ir.AtomicOp.XOR: "old ^ v",
+    **{
+        op: combine
+        for op, combine in _COMBINE.items()
+        if op not in (ir.AtomicOp.ADD, ir.AtomicOp.SUB)
+    },
+}
+"""Integers add and subtract in their unsigned type, so they wrap as the atomics do."""
+
+
+def _plain_helper(what: str, t: Scalar, qualifier: str, type_name: Callable[[Scalar], str]) -> str:
+    unsigned = type_name(SCALARS[f"u{t.bits}"]) if t.is_int else type_name(t)
+    fields = {"q": qualifier, "T": type_name(t), "t": t.name}
+    if what == "cas":
+        return _PLAIN_CAS.format(**fields)
+    combine = _PLAIN_COMBINE[ir.AtomicOp[what.upper()]].format(U=unsigned)
+    return _PLAIN.format(op=what, combine=combine, **fields)
+
+
+def plain(op: ir.AtomicOp, t: Scalar, address: str, args: list[str], helper: Call) -> str:
+    """``op`` on an element only the running thread touches: the same result as
+    :func:`atomic`, without the bus lock."""
+    if op is ir.AtomicOp.LOAD:
+        return f"(*({address}))"
+    if op is ir.AtomicOp.STORE:
+        return f"(*({address}) = ({args[0]}))"
+    if op is ir.AtomicOp.COMPARE_EXCHANGE:
+        return helper("plain_cas", t, [address, *args])
+    return helper(f"plain_{op.name.lower()}", t, [address, args[0]])
 
 
 def plane(fn: ir.PlaneFn, t: Scalar, args: list[str], zero: str, one: str) -> str:

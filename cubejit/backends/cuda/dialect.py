@@ -73,7 +73,15 @@ class CudaDialect(Dialect):
             return "__syncthreads();"
         return "__syncwarp(cj_plane_mask());"
 
-    def atomic(self, op: ir.AtomicOp, t: Scalar, address: str, args: list[str], call: Call) -> str:
+    def atomic(
+        self,
+        op: ir.AtomicOp,
+        t: Scalar,
+        address: str,
+        args: list[str],
+        call: Call,
+        shared: bool = False,
+    ) -> str:
         return cooperation.atomic(op, t, address, args, call)
 
     def plane(self, fn: ir.PlaneFn, t: Scalar, args: list[str], call: Call) -> str:

@@ -36,36 +36,38 @@ void cubejit_launch(const unsigned char *cj_args) {
         const uint32_t cj_cube_y = (uint32_t)((cj_c / cj_count_x) % cj_count_y);
         const uint32_t cj_cube_z = (uint32_t)(cj_c / ((int64_t)cj_count_x * cj_count_y));
         float s_shared[64] __attribute__((aligned(64)));
-        uint32_t v_i[CJ_UNITS];
         float v_t[CJ_UNITS];
-        uint32_t v_u[CJ_UNITS];
+        for (uint32_t cj_unit_z = 0; cj_unit_z < CJ_DIM_Z; ++cj_unit_z) {
+            for (uint32_t cj_unit_y = 0; cj_unit_y < CJ_DIM_Y; ++cj_unit_y) {
+                for (uint32_t cj_unit_x = 0; cj_unit_x < CJ_DIM_X; ++cj_unit_x) {
+                    const uint32_t pos_absolute_pos = (((cj_cube_x * CJ_DIM_X) + cj_unit_x) + (((cj_cube_y * CJ_DIM_Y) + cj_unit_y) * (cj_count_x * CJ_DIM_X)) + (((cj_cube_z * CJ_DIM_Z) + cj_unit_z) * (cj_count_x * CJ_DIM_X) * (cj_count_y * CJ_DIM_Y)));
+                    const uint32_t pos_unit_pos = (cj_unit_x + (cj_unit_y * CJ_DIM_X) + (cj_unit_z * CJ_DIM_X * CJ_DIM_Y));
+                    uint32_t v_i = 0;
+                    uint32_t v_u = 0;
+                    v_u = pos_unit_pos;
+                    v_i = pos_absolute_pos;
+                    s_shared[pos_unit_pos] = p_x[pos_absolute_pos];
+                }
+            }
+        }
+        for (uint32_t cj_unit_z = 0; cj_unit_z < CJ_DIM_Z; ++cj_unit_z) {
+            for (uint32_t cj_unit_y = 0; cj_unit_y < CJ_DIM_Y; ++cj_unit_y) {
+                for (uint32_t cj_unit_x = 0; cj_unit_x < CJ_DIM_X; ++cj_unit_x) {
+                    const uint32_t cj_u = cj_unit_x + CJ_DIM_X * (cj_unit_y + CJ_DIM_Y * cj_unit_z);
+                    const uint32_t pos_unit_pos = (cj_unit_x + (cj_unit_y * CJ_DIM_X) + (cj_unit_z * CJ_DIM_X * CJ_DIM_Y));
+                    const uint32_t pos_cube_dim = (CJ_DIM_X * CJ_DIM_Y * CJ_DIM_Z);
+                    v_t[cj_u] = s_shared[cj_mod_u32((pos_unit_pos + 1u), pos_cube_dim)];
+                }
+            }
+        }
         for (uint32_t cj_unit_z = 0; cj_unit_z < CJ_DIM_Z; ++cj_unit_z) {
             for (uint32_t cj_unit_y = 0; cj_unit_y < CJ_DIM_Y; ++cj_unit_y) {
                 for (uint32_t cj_unit_x = 0; cj_unit_x < CJ_DIM_X; ++cj_unit_x) {
                     const uint32_t cj_u = cj_unit_x + CJ_DIM_X * (cj_unit_y + CJ_DIM_Y * cj_unit_z);
                     const uint32_t pos_absolute_pos = (((cj_cube_x * CJ_DIM_X) + cj_unit_x) + (((cj_cube_y * CJ_DIM_Y) + cj_unit_y) * (cj_count_x * CJ_DIM_X)) + (((cj_cube_z * CJ_DIM_Z) + cj_unit_z) * (cj_count_x * CJ_DIM_X) * (cj_count_y * CJ_DIM_Y)));
                     const uint32_t pos_unit_pos = (cj_unit_x + (cj_unit_y * CJ_DIM_X) + (cj_unit_z * CJ_DIM_X * CJ_DIM_Y));
-                    v_u[cj_u] = pos_unit_pos;
-                    v_i[cj_u] = pos_absolute_pos;
-                    s_shared[v_u[cj_u]] = p_x[v_i[cj_u]];
-                }
-            }
-        }
-        for (uint32_t cj_unit_z = 0; cj_unit_z < CJ_DIM_Z; ++cj_unit_z) {
-            for (uint32_t cj_unit_y = 0; cj_unit_y < CJ_DIM_Y; ++cj_unit_y) {
-                for (uint32_t cj_unit_x = 0; cj_unit_x < CJ_DIM_X; ++cj_unit_x) {
-                    const uint32_t cj_u = cj_unit_x + CJ_DIM_X * (cj_unit_y + CJ_DIM_Y * cj_unit_z);
-                    const uint32_t pos_cube_dim = (CJ_DIM_X * CJ_DIM_Y * CJ_DIM_Z);
-                    v_t[cj_u] = s_shared[cj_mod_u32((v_u[cj_u] + 1u), pos_cube_dim)];
-                }
-            }
-        }
-        for (uint32_t cj_unit_z = 0; cj_unit_z < CJ_DIM_Z; ++cj_unit_z) {
-            for (uint32_t cj_unit_y = 0; cj_unit_y < CJ_DIM_Y; ++cj_unit_y) {
-                for (uint32_t cj_unit_x = 0; cj_unit_x < CJ_DIM_X; ++cj_unit_x) {
-                    const uint32_t cj_u = cj_unit_x + CJ_DIM_X * (cj_unit_y + CJ_DIM_Y * cj_unit_z);
-                    s_shared[v_u[cj_u]] = (v_t[cj_u] * 0x1.0000000000000p+1f);
-                    p_out[v_i[cj_u]] = (s_shared[v_u[cj_u]] + 0x1.0000000000000p+0f);
+                    s_shared[pos_unit_pos] = (v_t[cj_u] * 0x1.0000000000000p+1f);
+                    p_out[pos_absolute_pos] = (s_shared[pos_unit_pos] + 0x1.0000000000000p+0f);
                 }
             }
         }

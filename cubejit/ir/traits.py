@@ -4,7 +4,8 @@ merges or drops code.
 Expressions are pure; their only contact with memory is reading buffers. Statements carry every
 effect: a store writes a buffer, an assignment writes a unit's own name, ``break``/``continue``/
 ``return`` leave, and (in later statement kinds) a barrier synchronises and a plane operation
-needs its plane converged. :func:`traits` answers for one statement, nested blocks included;
+needs its plane converged; a print (and a checked variant's bounds failure) writes output seen
+outside the kernel's buffers. :func:`traits` answers for one statement, nested blocks included;
 a pass that reorders (CUDA's loads before stores), duplicates (coarsening) or skips code (the
 hoisted bounds guard) checks the answer and refuses or adapts, rather than relying on a promise
 that nothing has an effect. The dispatch over node kinds here ends in ``assert_never``: a new

@@ -100,6 +100,21 @@ def prints_nothing(x: cj.Array[cj.f32], flags: cj.Array[cj.bool_], scale: cj.i64
         x[i] = x[i]
 
 
+@cj.kernel
+def prints_before_guard(x: cj.Array[cj.f32]):
+    i = cj.ABSOLUTE_POS
+    print("unit", i)
+    if i < x.len():
+        x[i] = x[i] + 1.0
+
+
+@cj.kernel
+def guarded(x: cj.Array[cj.f32]):
+    i = cj.ABSOLUTE_POS
+    if i < x.len():
+        x[i] = x[i] + 1.0
+
+
 def line_of(text: str) -> int:
     """The line of this file holding ``text``."""
     with open(__file__, encoding="utf-8") as f:

@@ -81,6 +81,21 @@ def test_a_printing_kernel_on_cuda_is_never_coarsened() -> None:
     assert coarsen(k.prints.specialize(128).define(), (128, 1, 1)) is None
 
 
+def test_a_print_before_the_bounds_guard_keeps_every_unit_of_the_row() -> None:
+    from cubejit.backends.unit_loop import plan_unit_loop
+
+    assert plan_unit_loop(k.guarded.specialize(64).define()).bound is not None
+    assert plan_unit_loop(k.prints_before_guard.specialize(64).define()).bound is None
+
+
+def test_units_past_the_guard_print_too(capfd: pytest.CaptureFixture[str]) -> None:
+    client = cj.client("cpu", check_bounds=False)
+    x = np.random.default_rng(13).standard_normal(100).astype(np.float32)
+    capfd.readouterr()
+    k.prints_before_guard.launch(client, 2, 64, x.copy())
+    assert sorted(capfd.readouterr().out.splitlines()) == sorted(f"unit {i}" for i in range(128))
+
+
 def test_a_printing_kernel_differs_from_the_silent_one_only_in_its_text() -> None:
     loud, quiet = k.prints.specialize(128), k.prints_nothing.specialize(128)
     assert loud.id().cube_dim == quiet.id().cube_dim

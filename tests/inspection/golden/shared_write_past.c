@@ -32,24 +32,23 @@ void cubejit_launch(const unsigned char *cj_args) {
         const uint32_t cj_cube_y = (uint32_t)((cj_c / cj_count_x) % cj_count_y);
         const uint32_t cj_cube_z = (uint32_t)(cj_c / ((int64_t)cj_count_x * cj_count_y));
         float s_shared[32] __attribute__((aligned(64)));
-        uint32_t v_u[CJ_UNITS];
         for (uint32_t cj_unit_z = 0; cj_unit_z < CJ_DIM_Z; ++cj_unit_z) {
             for (uint32_t cj_unit_y = 0; cj_unit_y < CJ_DIM_Y; ++cj_unit_y) {
                 for (uint32_t cj_unit_x = 0; cj_unit_x < CJ_DIM_X; ++cj_unit_x) {
-                    const uint32_t cj_u = cj_unit_x + CJ_DIM_X * (cj_unit_y + CJ_DIM_Y * cj_unit_z);
                     const uint32_t pos_absolute_pos = (((cj_cube_x * CJ_DIM_X) + cj_unit_x) + (((cj_cube_y * CJ_DIM_Y) + cj_unit_y) * (cj_count_x * CJ_DIM_X)) + (((cj_cube_z * CJ_DIM_Z) + cj_unit_z) * (cj_count_x * CJ_DIM_X) * (cj_count_y * CJ_DIM_Y)));
                     const uint32_t pos_unit_pos = (cj_unit_x + (cj_unit_y * CJ_DIM_X) + (cj_unit_z * CJ_DIM_X * CJ_DIM_Y));
-                    v_u[cj_u] = pos_unit_pos;
-                    s_shared[(v_u[cj_u] + 1u)] = p_x[pos_absolute_pos];
+                    uint32_t v_u = 0;
+                    v_u = pos_unit_pos;
+                    s_shared[(pos_unit_pos + 1u)] = p_x[pos_absolute_pos];
                 }
             }
         }
         for (uint32_t cj_unit_z = 0; cj_unit_z < CJ_DIM_Z; ++cj_unit_z) {
             for (uint32_t cj_unit_y = 0; cj_unit_y < CJ_DIM_Y; ++cj_unit_y) {
                 for (uint32_t cj_unit_x = 0; cj_unit_x < CJ_DIM_X; ++cj_unit_x) {
-                    const uint32_t cj_u = cj_unit_x + CJ_DIM_X * (cj_unit_y + CJ_DIM_Y * cj_unit_z);
                     const uint32_t pos_absolute_pos = (((cj_cube_x * CJ_DIM_X) + cj_unit_x) + (((cj_cube_y * CJ_DIM_Y) + cj_unit_y) * (cj_count_x * CJ_DIM_X)) + (((cj_cube_z * CJ_DIM_Z) + cj_unit_z) * (cj_count_x * CJ_DIM_X) * (cj_count_y * CJ_DIM_Y)));
-                    p_out[pos_absolute_pos] = s_shared[v_u[cj_u]];
+                    const uint32_t pos_unit_pos = (cj_unit_x + (cj_unit_y * CJ_DIM_X) + (cj_unit_z * CJ_DIM_X * CJ_DIM_Y));
+                    p_out[pos_absolute_pos] = s_shared[pos_unit_pos];
                 }
             }
         }

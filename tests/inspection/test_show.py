@@ -88,3 +88,18 @@ def test_a_spec_shows_its_source_from_python(capsys: pytest.CaptureFixture[str])
     assert "#define CJ_DIM_X 64u" in capsys.readouterr().out
     k.saxpy.specialize(64).show("ir", checked=True)
     assert "bounds_failure(site=0" in capsys.readouterr().out
+
+
+@pytest.mark.cuda_packages
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_every_checked_and_printing_kernel_builds_with_nvrtc(arch: str) -> None:
+    specs = [
+        k.write_past.specialize(64),
+        k.read_before.specialize(64),
+        k.tensor_write_past.specialize(64, t=2),
+        k.shared_read_past.specialize(32),
+        k.guarded_neighbours.specialize(128),
+    ]
+    for spec in specs:
+        assert ".entry cubejit_kernel(" in kernel_text(spec, "ptx", "cuda", True, arch)
+    assert "vprintf" in kernel_text(k.prints.specialize(64), "ptx", "cuda", False, arch)

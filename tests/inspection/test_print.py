@@ -118,3 +118,18 @@ def test_each_unit_prints_its_own_line_on_cuda(capfd: pytest.CaptureFixture[str]
     client.sync()
     lines = capfd.readouterr().out.splitlines()
     assert sorted(lines) == sorted(_expected(x, flags, 5))
+
+
+def test_a_value_of_several_lanes_prints_as_a_bracketed_list() -> None:
+    from cubejit.backends.inspection import print_format
+    from cubejit.ir.types import f32, i32
+    from cubejit.ir.values import Item
+
+    assert print_format(Item(i32), ["a"]) == ("%lld", ["a"])
+    text, args = print_format(Item(f32, 4), ["l0", "l1", "l2", "l3"])
+    assert text == "[%g, %g, %g, %g]"
+    assert args == ["l0", "l1", "l2", "l3"]
+    assert print_format(Item(cj.bool_, 2), ["p", "q"])[1] == [
+        '((p) ? "True" : "False")',
+        '((q) ? "True" : "False")',
+    ]

@@ -75,6 +75,17 @@ class CudaBuffer:
     def nbytes(self) -> int:
         return self.n * self.scalar.itemsize
 
+    @property
+    def size(self) -> int:
+        """The number of elements, as numpy, CuPy and a CPU client's buffers name it."""
+        return self.n
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The numpy dtype of the elements (``uint16`` storage for bf16), as a CPU client's
+        buffers have it."""
+        return self.scalar.dtype
+
     def __len__(self) -> int:
         return self.n
 

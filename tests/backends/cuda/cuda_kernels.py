@@ -536,7 +536,7 @@ def expected_positions(
                                 "PLANE_DIM": 32,
                                 "UNIT_POS_PLANE": (tx + ty * dx + tz * dx * dy) % 32,
                             }
-                            out[values["ABSOLUTE_POS"]] = [values[p.value] for p in POSITIONS]
+                            out[values["ABSOLUTE_POS"]] = [values[p.name] for p in POSITIONS]
     return out.reshape(-1)
 
 

@@ -143,7 +143,7 @@ def test_a_buffer_of_another_client_is_refused_before_anything_runs(gpu: CudaCli
     x = other.to_device(np.ones(4, np.float32))
     with pytest.raises(LaunchError, match="buffer of another client"):
         gpu.launch(spec, 1, (x, gpu.empty(4, f32)))
-    with pytest.raises(LaunchError, match="buffer of i32"):
+    with pytest.raises(LaunchError, match="holds int32 elements"):
         gpu.launch(spec, 1, (gpu.to_device(np.ones(4, np.int32)), gpu.empty(4, f32)))
 
 
@@ -199,3 +199,13 @@ def test_pytorch_cuda_tensors_are_taken_without_a_copy(gpu: CudaClient) -> None:
     assert torch.equal(out, x + 100)
     with pytest.raises(LaunchError, match="not contiguous"):
         gpu.launch(spec, 6, (torch.randn(20, 40, device="cuda").t(), out))
+
+
+def test_a_device_buffer_names_its_size_shape_and_dtype_as_a_cpu_buffer_does(
+    gpu: CudaClient,
+) -> None:
+    from cubejit.backends.cpu import CpuClient
+
+    host = CpuClient().empty((3, 5), f32)
+    device = gpu.empty((3, 5), f32)
+    assert (device.size, device.shape, device.dtype) == (host.size, host.shape, host.dtype)

@@ -142,7 +142,9 @@ def test_integers_and_conversions_on_the_gpu_follow_numpy_and_the_folded_constan
     b = np.array([p[1] for p in meaning.INT_PAIRS], np.int32)
     np.testing.assert_array_equal(gpu.read(folded), meaning.int_reference(a, b))
     x = np.array(meaning.CONVERSION_VALUES, np.float32)
-    signed, unsigned = gpu.empty(x.size * 4, np.int64), gpu.empty(x.size * 4, np.uint64)
+    # Each conversion writes its own slots of one of the two outputs: the others stay zero.
+    signed = gpu.to_device(np.zeros(x.size * 4, np.int64))
+    unsigned = gpu.to_device(np.zeros(x.size * 4, np.uint64))
     meaning.convert.launch(gpu, 1, 64, gpu.to_device(x), signed, unsigned)
     want_signed, want_unsigned = meaning.conversion_reference(x)
     np.testing.assert_array_equal(gpu.read(signed), want_signed)

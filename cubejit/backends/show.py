@@ -50,7 +50,13 @@ def kernel_text(
     if form not in FORMS:
         raise CubejitError(f"cannot show {form!r}; show one of {', '.join(FORMS)}")
     if form == "ir":
-        ir = spec.define(plane_dim=32) if backend == "cuda" else spec.define()
+        if backend == "cuda":
+            from cubejit.backends.cuda.capabilities import cuda_capabilities
+            from cubejit.backends.cuda.driver import ARCHITECTURAL_LIMITS
+
+            ir = spec.define(plane_dim=cuda_capabilities(ARCHITECTURAL_LIMITS).plane_size)
+        else:
+            ir = spec.define()
         return str(checked_ir(ir)[0] if checked else ir)
     if form == "source" and backend == "cpu":
         return _cpu_source(spec, checked)

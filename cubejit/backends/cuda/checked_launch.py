@@ -24,9 +24,6 @@ from cubejit.ir.types import TensorType
 from cubejit.runtime.checking import RECORD_BYTES, RECORD_SYMBOL, bounds_error, checked_variant
 from cubejit.runtime.layout import param_slots
 
-PLANE_DIM = 32
-"""Units per plane on CUDA, as the compiler defines kernels (the sites are numbered so)."""
-
 
 def checked_launcher(
     client: Any, spec: Any, args: tuple[Any, ...]
@@ -37,6 +34,7 @@ def checked_launcher(
     if any(isinstance(p.type, TensorType) for p in spec.params):
         variant = (variant, first_mask(param_slots(spec.params), args))
     records: dict[int, Any] = {}
+    plane_dim = client.compiler.capabilities.plane_size
 
     def loaded(other: Any) -> Any:
         aid = ArtifactId(spec.id(), checked_variant(other))
@@ -90,7 +88,7 @@ def checked_launcher(
                 RECORD_BYTES,
                 what="read the bounds record",
             )
-            error = bounds_error(spec, host.tobytes(), plane_dim=PLANE_DIM)
+            error = bounds_error(spec, host.tobytes(), plane_dim=plane_dim)
             if error is not None:
                 raise error
 

@@ -65,6 +65,17 @@ def shared_read_past(x: cj.Array[cj.f32], out: cj.Array[cj.f32]):
 
 
 @cj.kernel
+def local_write_past(x: cj.Array[cj.f32], out: cj.Array[cj.f32]):
+    i = cj.ABSOLUTE_POS
+    if i < x.len():
+        window = cj.LocalArray[cj.f32](4)
+        for j in range(4):
+            window[j] = x[i]
+        window[i % 8] = 0.0
+        out[i] = window[0] + window[3]
+
+
+@cj.kernel
 def saxpy(a: cj.f32, x: cj.Array[cj.f32], y: cj.Array[cj.f32], out: cj.Array[cj.f32]):
     i = cj.ABSOLUTE_POS
     if i < out.len():

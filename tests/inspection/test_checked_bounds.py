@@ -107,6 +107,14 @@ def test_a_read_past_shared_memory_is_caught(checked: Any) -> None:
     _expect(error, k.shared_read_past, "out[cj.ABSOLUTE_POS] = s[u + 1]", "shared memory", 32, 32)
 
 
+def test_a_write_past_a_local_array_is_caught(checked: Any) -> None:
+    rng = np.random.default_rng(9)
+    x, out = checked.to_device(_f32(rng, 5)), checked.to_device(np.zeros(5, np.float32))
+    with pytest.raises(cj.LaunchError) as error:
+        k.local_write_past.launch(checked, 1, 5, x, out)
+    _expect(error, k.local_write_past, "window[i % 8] = 0.0", "a local array", 4, 4)
+
+
 @pytest.mark.parametrize("count", [1, 3])
 def test_clean_kernels_run_checked_as_they_run_unchecked(
     checked: Any, plain: Any, count: int

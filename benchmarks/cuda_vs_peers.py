@@ -30,6 +30,10 @@ It measures, and prints as one table with ratios:
   bounds-checked saxpy (a client with ``check_bounds=True``, which reads its record after each
   launch, so each launch waits for the one before) runs beside the unchecked one.
 
+- **warm start**: a fresh process's phases beside CuPy's, every kernel stored (see
+  ``benchmarks/warm_start_cuda.py``): ``import``, client or device set-up, the first launch,
+  the whole process to the first result, 100 distinct stored kernels, the cold first launch.
+
 ``--only bandwidth`` (or any sections) runs just those sections; ``--skip`` leaves some out.
 """
 
@@ -491,12 +495,19 @@ def bandwidth_rows() -> list[Row]:
     return rows
 
 
+def warm_start_rows() -> list[Row]:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import warm_start_cuda
+
+    return [(m, ours, cupy, "", ratio) for m, ours, cupy, _, ratio in warm_start_cuda.rows()]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--launches", type=int, default=20_000)
     parser.add_argument("--kernels", type=int, default=32)
     parser.add_argument("--steps", type=int, default=24, help="unrolled steps of a heavy kernel")
-    sections = ("first", "launch", "compile", "bandwidth")
+    sections = ("first", "warm", "launch", "compile", "bandwidth")
     parser.add_argument("--skip", nargs="*", default=(), choices=sections)
     parser.add_argument("--only", nargs="*", default=sections, choices=sections)
     options = parser.parse_args()
@@ -504,6 +515,7 @@ def main() -> None:
     os.environ["CUBEJIT_CACHE_DIR"] = str(work / "cache-main")
     makers: dict[str, Callable[[], list[Row]]] = {
         "first": lambda: first_launch_rows(work),
+        "warm": warm_start_rows,
         "launch": lambda: launch_rows(options.launches),
         "compile": lambda: compile_rows(options.kernels, options.steps),
         "bandwidth": bandwidth_rows,

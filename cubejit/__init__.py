@@ -7,6 +7,8 @@ artifact in a persistent store and never compiles the same text twice. See LANGU
 
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from cubejit.compile.id import ArtifactId, KernelId
@@ -219,6 +221,17 @@ else:
 
 __version__ = "0.1.0"
 
+_LAZY = ("environment",)
+"""Subpackages reached as attributes (``cj.environment``) but imported only when first used:
+importing cubejit loads no backend, no store (SQLite), no ``rich`` and no CUDA bindings."""
+
+
+def __getattr__(name: str) -> ModuleType:
+    if name in _LAZY:
+        return importlib.import_module(f"cubejit.{name}")
+    raise AttributeError(f"module 'cubejit' has no attribute {name!r}")
+
+
 __all__ = [
     "ABSOLUTE_POS",
     "ABSOLUTE_POS_X",
@@ -280,6 +293,7 @@ __all__ = [
     "client",
     "cos",
     "cosh",
+    "environment",
     "erf",
     "exp",
     "exp2",

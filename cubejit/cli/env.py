@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from cubejit import config, environment
+from cubejit.backends.stored import artifact_problem
 from cubejit.cli.console import console, parse_size, size_text, table
 from cubejit.environment import Store, records
 from cubejit.environment.manager import ENVIRONMENTS
@@ -259,12 +260,15 @@ def run_clear(args: argparse.Namespace) -> int:
 def run_verify(args: argparse.Namespace) -> int:
     checked, bad = 0, []
     for summary in environment.namespaces():
-        for key, value in Store(summary.namespace).scan():
+        values = dict(Store(summary.namespace).scan())
+        for key, value in values.items():
             checked += 1
             try:
-                decode(value)
+                problem = artifact_problem(summary.namespace, key, decode(value), values)
             except DamagedValueError as e:
-                bad.append((summary.namespace, key, str(e)))
+                problem = str(e)
+            if problem is not None:
+                bad.append((summary.namespace, key, problem))
     out = console()
     if bad:
         out.print(

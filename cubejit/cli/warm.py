@@ -45,6 +45,15 @@ def register(commands: Any) -> None:
         help="the backend to compile for (default: cpu)",
     )
     command.add_argument(
+        "--arch",
+        type=_architectures,
+        default=None,
+        metavar="ARCHS",
+        help="with --backend cuda: build for these architectures (comma-separated, e.g. "
+        "sm_80,sm_90a,sm_100a) with NVRTC alone, no GPU needed, each under the namespace a GPU "
+        "of that architecture reads; then cubejit env export ships them",
+    )
+    command.add_argument(
         "--parallelism",
         type=_positive,
         default=None,
@@ -64,8 +73,21 @@ def _positive(text: str) -> int:
     return value
 
 
+def _architectures(text: str) -> list[str]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    bad = [n for n in names if not (n.startswith("sm_") and n[3:].rstrip("af").isdigit())]
+    if not names or bad:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a list of CUDA architectures such as sm_80,sm_90a,sm_100a"
+        )
+    return names
+
+
 def run(args: argparse.Namespace) -> int:
-    out, err = console(), console(stderr=True)
+    err = console(stderr=True)
+    if args.arch is not None and args.backend != "cuda":
+        err.print("cubejit: --arch builds CUDA code: give --backend cuda with it")
+        return 2
     if args.parallelism is not None:
         config.override(parallelism=args.parallelism)
     records.label("warm")
@@ -77,7 +99,28 @@ def run(args: argparse.Namespace) -> int:
             "@cj.kernel(warm=[dict(cube_dim=...)]) or the module a WARM list"
         )
         return 1
-    client = cj.client(args.backend)
+    if args.arch is None:
+        return _warm(args, cj.client(args.backend), args.backend, module, specs, problems)
+    from cubejit.backends.cuda.offline import OfflineBuild
+
+    status = 0
+    for arch in args.arch:
+        build = OfflineBuild(arch, args.parallelism)
+        status |= _warm(args, build, f"cuda {arch}, no GPU", module, specs, problems)
+    return status
+
+
+def _warm(
+    args: argparse.Namespace,
+    client: Any,
+    what: str,
+    module: ModuleType,
+    specs: list[Any],
+    problems: list[tuple[str, BaseException]],
+) -> int:
+    """Compiles ``specs`` on ``client`` (a client, or an offline build) as one batch and
+    prints what each came to; the exit status."""
+    out, err = console(), console(stderr=True)
     if args.parallelism is not None:
         client.loader.parallelism = args.parallelism
     for spec in specs:
@@ -98,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
         )
     out.print(
         table(
-            f"cubejit warm {args.target} ({args.backend}, environment {environment.active()})",
+            f"cubejit warm {args.target} ({what}, environment {environment.active()})",
             ("kernel", "cube_dim", "comptime", "outcome", "work"),
             rows,
         )

@@ -67,6 +67,12 @@ def stable_digest(*parts: Any) -> str:
     return hashlib.sha256(encode(canonical(parts))).hexdigest()
 
 
+def _canonical_digest(*parts: Any) -> str:
+    """:func:`stable_digest` of parts already canonical (an id's own fields): the same digest,
+    without walking them a second time."""
+    return hashlib.sha256(encode(parts)).hexdigest()
+
+
 def _dims(value: int | tuple[int, ...] | list[int]) -> tuple[int, int, int]:
     dims = (value,) if isinstance(value, int) else tuple(value)
     if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and d >= 1 for d in dims):
@@ -109,7 +115,7 @@ class KernelId:
         since a warm start asks for it several times per kernel (record, store key)."""
         stable = self._stable
         if stable is None:
-            stable = stable_digest("KernelId", self.name, self.info, self.cube_dim)
+            stable = _canonical_digest("KernelId", self.name, self.info, self.cube_dim)
             object.__setattr__(self, "_stable", stable)
         return stable
 
@@ -142,7 +148,9 @@ class ArtifactId(Generic[V]):
         """A hex digest of kernel and variant, the same in every process; computed once."""
         stable = self._stable
         if stable is None:
-            stable = stable_digest("ArtifactId", self.kernel.stable_hash(), self.variant)
+            stable = _canonical_digest(
+                "ArtifactId", self.kernel.stable_hash(), canonical(self.variant)
+            )
             object.__setattr__(self, "_stable", stable)
         return stable
 

@@ -13,19 +13,19 @@ all when the store has it (re-keyed). The target is touched only on the thread c
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Generic, TypeVar
 
 from cubejit import config
+from cubejit.compile.batch import Batch
 from cubejit.compile.id import ArtifactId
-from cubejit.compile.recording import BatchRecord, CompilationRecording, ServerLogger, publish
-from cubejit.compile.workers import Workers, timed
+from cubejit.compile.mirror import Mirror
+from cubejit.compile.protocols import CompilationTarget, Kernel
+from cubejit.compile.recording import ServerLogger
 
-_FINALIZE, _LOWER = 0, 1
-"""Job priorities: a finalize runs before the next lowering, so the platform compiler (which
-releases the GIL) works alongside the lowering of the next kernel (which holds it)."""
+V = TypeVar("V")
+A = TypeVar("A")
+L = TypeVar("L")
 
 
 def default_parallelism() -> int:
@@ -33,58 +33,40 @@ def default_parallelism() -> int:
     return config.settings().parallelism or os.cpu_count() or 1
 
 
-@dataclass(slots=True)
-class _Trip:
-    """One kernel's trip through a batch, owned by the calling thread between jobs."""
-
-    id: ArtifactId[Any]
-    kernel: Any
-    recording: CompilationRecording
-    lowered: Any = None
-    source: str | None = None
-
-
-@dataclass(slots=True)
-class _SourceGroup:
-    """The kernels of a batch that lowered to one source while its first kernel finalizes."""
-
-    waiting: list[_Trip] = field(default_factory=list)
-
-
-class KernelLoader:
+class KernelLoader(Generic[V, A, L]):
     """Loads kernels for one target, compiling what it must, many at once.
 
     A *kernel* is any object with ``id() -> KernelId``; only the target's compiler looks
-    further. The loader is used from one thread, the one owning the device. A target that
-    persists and has ``generation() -> int`` binds the loaded kernels to its store: when the
-    generation changes (an environment switch), every loaded kernel is dropped and loads again.
+    further. The loader is used from one thread, the one owning the device. The loaded kernels
+    of a persisting target are a :class:`~cubejit.compile.mirror.Mirror` of its store: when
+    its generation changes (an environment switch), every loaded kernel is dropped and loads
+    again; :meth:`generation` binds a client's own mirrors the same way.
     """
 
-    def __init__(self, target: Any, parallelism: int | None = None) -> None:
+    def __init__(self, target: CompilationTarget[V, A, L], parallelism: int | None = None) -> None:
         self.target = target
         self.parallelism = max(1, parallelism if parallelism is not None else default_parallelism())
-        self._loaded: dict[ArtifactId[Any], Any] = {}
-        self._queue: dict[ArtifactId[Any], Any] = {}
-        self._failed: dict[ArtifactId[Any], BaseException] = {}
-        generation = getattr(target, "generation", None) if target.persists() else None
-        self._generation_of: Callable[[], int] | None = generation
-        self._generation = generation() if generation is not None else 0
+        self._generation: Callable[[], int] = (
+            target.generation if target.persists() else _never_changes
+        )
+        self._loaded: Mirror[ArtifactId[V], L] = Mirror(self._generation)
+        self._queue: dict[ArtifactId[V], Kernel] = {}
+        self._failed: dict[ArtifactId[V], BaseException] = {}
         self._logger: ServerLogger | None = None
 
-    def get(self, id: ArtifactId[Any]) -> Any | None:
+    def generation(self) -> int:
+        """The generation this loader's kernels are bound to now: a
+        :class:`~cubejit.compile.mirror.Mirror` made with this method as its source is emptied
+        whenever the loaded kernels are (for what a client builds on them, such as launch
+        functions). Constant for a target that does not persist."""
+        return self._generation()
+
+    def get(self, id: ArtifactId[V]) -> L | None:
         """The loaded kernel for ``id``, or ``None``. On every launch's path: one dict lookup,
         and one generation read for a persisting target."""
-        if self._generation_of is not None and self._generation_of() != self._generation:
-            self._drop_loaded()
         return self._loaded.get(id)
 
-    def _drop_loaded(self) -> None:
-        """The target's store was switched: what was loaded mirrors the old one."""
-        assert self._generation_of is not None
-        self._loaded = {}
-        self._generation = self._generation_of()
-
-    def load(self, kernel: Any, id: ArtifactId[Any], logger: ServerLogger) -> Any:
+    def load(self, kernel: Kernel, id: ArtifactId[V], logger: ServerLogger) -> L:
         """The loaded kernel for ``id``, after compiling the queue and, when missing, ``kernel``
         with it in one batch. Raises what compiling ``kernel`` raised, as itself; a failure of
         a queued kernel is kept for its own next ``load``, which raises it without compiling
@@ -107,7 +89,7 @@ class KernelLoader:
             raise result
         return result
 
-    def enqueue(self, kernel: Any, variant: Any) -> None:
+    def enqueue(self, kernel: Kernel, variant: V) -> None:
         """Asks for ``kernel`` with ``variant`` ahead of time: nothing compiles until the next
         ``load`` or ``compile_queued``. A kernel loaded, queued already, or failed and not yet
         told is not queued again."""
@@ -129,247 +111,20 @@ class KernelLoader:
         self._compile(jobs, logger, asked=None)
 
     def _compile(
-        self, jobs: dict[ArtifactId[Any], Any], logger: ServerLogger, asked: ArtifactId[Any] | None
-    ) -> dict[ArtifactId[Any], Any]:
+        self, jobs: dict[ArtifactId[V], Kernel], logger: ServerLogger, asked: ArtifactId[V] | None
+    ) -> dict[ArtifactId[V], L | BaseException]:
         """Runs one batch and keeps what it loaded. A kernel loaded while the generation
         changed is kept too: the next ``get`` sees the change and drops it with the rest."""
-        if self._generation_of is not None and self._generation_of() != self._generation:
-            self._drop_loaded()
-        results = _Batch(self.target, self.parallelism, logger).run(jobs)
+        self._loaded.follow()
+        results = Batch(self.target, self.parallelism, logger).run(jobs)
         for id, result in results.items():
             if not isinstance(result, BaseException):
-                self._loaded[id] = result
+                self._loaded.put(id, result)
             elif id != asked:
                 self._failed[id] = result
                 logger.failed(id, result)
         return results
 
 
-class _Batch:
-    """One batch: every kernel of it ends loaded or failed. Runs on the calling thread, which
-    alone touches the target; workers lower and finalize."""
-
-    def __init__(self, target: Any, parallelism: int, logger: ServerLogger) -> None:
-        self.target = target
-        self.compiler = target.compiler()
-        self.persists = bool(target.persists())
-        self.parallelism = parallelism
-        self.logger = logger
-        level = config.settings().record_level
-        self.publishing = level != "off"
-        self.keep_text = level == "full"
-        self.origin = time.perf_counter()
-        self.results: dict[ArtifactId[Any], Any] = {}
-        self.trips: list[_Trip] = []
-        self.by_source: dict[str, _SourceGroup | tuple[Any] | BaseException] = {}
-        self.workers: Workers[tuple[str, _Trip, Any]] | None = None
-        self.pending = 0
-
-    def run(self, jobs: dict[ArtifactId[Any], Any]) -> dict[ArtifactId[Any], Any]:
-        """Looks every kernel up in the store first, sets the workers on the missing ones, and
-        loads the found ones while they work."""
-        started_at = time.time()
-        found: list[tuple[_Trip, Any]] = []
-        missing: list[_Trip] = []
-        for id, kernel in jobs.items():
-            trip = _Trip(id, kernel, CompilationRecording.for_artifact(id, self.keep_text))
-            self.trips.append(trip)
-            artifact = self._stored(trip)
-            if artifact is None:
-                missing.append(trip)
-            else:
-                found.append((trip, artifact))
-        finished = False
-        try:
-            self._lower_all(missing)
-            for trip, artifact in found:
-                if not self._load_stored(trip, artifact):
-                    self._lower_all([trip])
-            self._drain()
-            finished = True
-        finally:
-            if self.workers is not None:
-                self.workers.stop(cancel=not finished)
-            self._abandon_unfinished()
-        self._report(started_at)
-        return self.results
-
-    def _abandon_unfinished(self) -> None:
-        """Tells a target that claims kernels before compiling them (a fleet's shared store)
-        which ones it will not store, so that another host waiting for them compiles them."""
-        abandon = getattr(self.target, "abandon", None)
-        if abandon is None:
-            return
-        for trip in self.trips:
-            result = self.results.get(trip.id)
-            if result is None or isinstance(result, BaseException):
-                abandon(trip.id)
-
-    def _stored(self, trip: _Trip) -> Any | None:
-        try:
-            return self.target.stored(trip.id)
-        except Exception as e:
-            self.logger.logger.warning(
-                "%s: the store cannot be read, so it is compiled: %s", trip.id, e
-            )
-            return None
-
-    def _load_stored(self, trip: _Trip, artifact: Any) -> bool:
-        try:
-            self._finish(trip, artifact, "loaded", store=False)
-        except Exception as e:
-            self.logger.logger.warning(
-                "%s: the stored artifact cannot be loaded, so it is compiled again: %s", trip.id, e
-            )
-            trip.recording.load = None
-            return False
-        return True
-
-    def _lower_all(self, trips: list[_Trip]) -> None:
-        """Queues the lowering of ``trips``, starting the workers on the first call:
-        ``min(parallelism, len(trips))`` of them."""
-        if not trips:
-            return
-        if self.workers is None:
-            self.workers = Workers(min(self.parallelism, len(trips)))
-        for trip in trips:
-            self._submit(_LOWER, self._lower, trip)
-
-    def _drain(self) -> None:
-        """Handles each finished job as it arrives, until no job is left."""
-        assert self.workers is not None or not self.pending
-        while self.pending:
-            message, trip, value = self.workers.done.get()  # type: ignore[union-attr]
-            self.pending -= 1
-            self._handle(message, trip, value)
-
-    def _submit(self, priority: int, job: Callable[[_Trip], Any], trip: _Trip) -> None:
-        assert self.workers is not None
-        self.pending += 1
-        self.workers.submit(priority, lambda: job(trip))
-
-    def _lower(self, trip: _Trip) -> tuple[str, _Trip, Any]:
-        """On a worker: lower, then finalize here unless the source may be reused."""
-        try:
-            trip.lowered, trip.recording.lower = timed(
-                lambda: self.compiler.lower(trip.kernel, trip.id, trip.recording, self.logger),
-                self.origin,
-            )
-            trip.source = self.compiler.source(trip.lowered)
-        except BaseException as e:
-            return "lower failed", trip, e
-        if trip.source is not None and self.persists:
-            return "lowered", trip, None
-        return self._finalize(trip)
-
-    def _finalize(self, trip: _Trip) -> tuple[str, _Trip, Any]:
-        try:
-            artifact, trip.recording.finalize = timed(
-                lambda: self.compiler.finalize(trip.id, trip.lowered), self.origin
-            )
-        except BaseException as e:
-            return "finalize failed", trip, e
-        finally:
-            trip.lowered = None
-        return "finalized", trip, artifact
-
-    def _handle(self, message: str, trip: _Trip, value: Any) -> None:
-        """On the calling thread: what a worker's finished job leads to."""
-        if message == "lowered":
-            self._lowered(trip)
-        elif message == "finalized":
-            outcome = self._finish_or_fail(trip, value, "compiled")
-            if trip.source is not None and trip.recording.outcome == "compiled":
-                self.logger.dump_source(trip.id, trip.source)
-            self._settle(trip.source, outcome)
-        elif message == "finalize failed":
-            self.results[trip.id] = value
-            self._settle(trip.source, value)
-        else:
-            self.results[trip.id] = value
-
-    def _lowered(self, trip: _Trip) -> None:
-        """A kernel whose source may be reused: from this batch, from the store, or finalized
-        by it alone while later kernels of the same source wait for it."""
-        assert trip.source is not None
-        known = self.by_source.get(trip.source)
-        if isinstance(known, _SourceGroup):
-            known.waiting.append(trip)
-        elif isinstance(known, tuple):
-            self._finish_or_fail(trip, known[0], "rekeyed")
-        elif known is not None:
-            self.results[trip.id] = known
-        else:
-            try:
-                artifact = self.target.stored_for_source(trip.source)
-                if artifact is not None:
-                    self._finish(trip, artifact, "rekeyed", store=True)
-                    self.by_source[trip.source] = (artifact,)
-                    return
-            except Exception as e:
-                self.logger.debug(
-                    "%s: the artifact stored for its source cannot be loaded, "
-                    "so it is finalized: %s",
-                    trip.id,
-                    e,
-                )
-                trip.recording.load = None
-            self.by_source[trip.source] = _SourceGroup()
-            self._submit(_FINALIZE, self._finalize, trip)
-
-    def _settle(self, source: str | None, outcome: tuple[Any] | BaseException) -> None:
-        """The kernel finalizing ``source`` is done: its waiters take the artifact, or fail
-        with its error."""
-        if source is None or not self.persists:
-            return
-        group = self.by_source.get(source)
-        self.by_source[source] = outcome
-        if isinstance(group, _SourceGroup):
-            for waiting in group.waiting:
-                if isinstance(outcome, tuple):
-                    self._finish_or_fail(waiting, outcome[0], "rekeyed")
-                else:
-                    self.results[waiting.id] = outcome
-
-    def _finish_or_fail(
-        self, trip: _Trip, artifact: Any, outcome: str
-    ) -> tuple[Any] | BaseException:
-        try:
-            self._finish(trip, artifact, outcome, store=True)
-        except Exception as e:
-            self.results[trip.id] = e
-            return e
-        return (artifact,)
-
-    def _finish(self, trip: _Trip, artifact: Any, outcome: str, store: bool) -> None:
-        """Loads ``artifact`` for ``trip`` and, when ``store``, keeps it under its id (and
-        source) once the device took it."""
-        loaded, trip.recording.load = timed(
-            lambda: self.target.load(trip.id, artifact), self.origin
-        )
-        if store:
-            try:
-                self.target.store(trip.id, artifact, trip.source)
-            except Exception as e:
-                self.logger.logger.warning("%s: the store refused it: %s", trip.id, e)
-        trip.recording.outcome = outcome
-        self.results[trip.id] = loaded
-        self.logger.kernel(trip.recording)
-
-    def _report(self, started_at: float) -> None:
-        recorded = tuple(t.recording for t in self.trips if t.recording.outcome is not None)
-        outcomes = [r.outcome for r in recorded]
-        record = BatchRecord(
-            started_at=started_at,
-            wall_s=time.perf_counter() - self.origin,
-            kernels_asked=len(self.trips),
-            compiled=outcomes.count("compiled"),
-            from_store=outcomes.count("loaded"),
-            rekeyed=outcomes.count("rekeyed"),
-            failed=len(self.trips) - len(recorded),
-            threads=self.workers.count if self.workers is not None else 0,
-            kernels=recorded,
-        )
-        self.logger.batch(record)
-        if self.publishing:
-            publish(record)
+def _never_changes() -> int:
+    return 0

@@ -15,6 +15,7 @@ line per kernel, and each compiled source written to ``dump_dir`` when that is s
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import logging
 import re
@@ -27,10 +28,21 @@ from typing import Any
 from cubejit import config
 from cubejit.compile.id import ArtifactId
 
-OUTCOMES = ("compiled", "loaded", "rekeyed")
-"""``compiled``: lowered and finalized in this trip. ``loaded``: the store held the artifact
-for this id. ``rekeyed``: lowered, then served by an artifact finalized from the same source
-(by another id in the store, or by another kernel of the same batch)."""
+
+class Outcome(enum.StrEnum):
+    """How a kernel's trip ended. A ``str`` too (``"compiled"``…), as records keep it."""
+
+    COMPILED = "compiled"
+    """Lowered and finalized in this trip."""
+    LOADED = "loaded"
+    """The store held the artifact for this id."""
+    REKEYED = "rekeyed"
+    """Lowered, then served by an artifact finalized from the same source (by another id in
+    the store, or by another kernel of the same batch)."""
+
+
+OUTCOMES = tuple(o.value for o in Outcome)
+"""The outcomes' texts, in order."""
 
 RECENT_LIMIT = 256
 """How many batch records :func:`recent_records` keeps."""
@@ -74,8 +86,8 @@ class CompilationRecording:
     """``repr`` of the artifact id's variant."""
     keep_text: bool = False
     """Whether IR and source text are kept (record level ``full``)."""
-    outcome: str | None = None
-    """One of :data:`OUTCOMES`; ``None`` until the trip ends."""
+    outcome: Outcome | None = None
+    """How the trip ended; ``None`` until it does."""
     lower: Phase | None = None
     finalize: Phase | None = None
     load: Phase | None = None

@@ -4,17 +4,22 @@ An :class:`ArtifactStore` is one namespace, ``"<backend>/<cubejit version>/<fing
 the active environment; the fingerprint names what the code was built for, so code built for
 one machine is never served to another. It holds two maps in that namespace:
 
+- by source: key ``b"source:"`` + the hex SHA-256 of the backend text, holding the artifact's
+  bytes and metadata, once however many kernels lower to that text (content addressed);
 - by artifact: key ``b"id:"`` + the hex digest of the artifact id (kernel id and variant) and
-  the build id (:func:`~cubejit.environment.build.build_id`);
-- by source: key ``b"source:"`` + the hex SHA-256 of the backend text, so that after an upgrade
-  (a new build id) a kernel whose text did not change is re-keyed, not compiled again.
+  the build id (:func:`~cubejit.environment.build.build_id`), holding a small *record*: the
+  source key it is served by and the key's ingredients. After an upgrade (a new build id) a
+  kernel whose text did not change is re-keyed through the source map, not compiled again.
+  A kernel with no source keeps its bytes under its id.
 
-Values are :mod:`~cubejit.environment.value` encodings whose JSON header holds
-``{"metadata": …, "ingredients": …, "build_id": …, "artifact": …, "source_sha256": …}``;
-``ingredients`` are the named parts of the key (kernel name, source hash, types, comptime,
-cube_dim, variant, build id, fingerprint), kept so that a miss can be explained. A value that
-fails its checks is purged and logged once at WARNING: it is never loaded, and its kernel
-compiles again.
+Values are :mod:`~cubejit.environment.value` encodings (payloads compressed when that shrinks
+them) whose JSON header holds ``{"ingredients": …, "build_id": …, "artifact": …,
+"source_sha256": …}`` and either ``"metadata"`` (the bytes are there) or ``"source_key"`` (a
+record). ``ingredients`` are the named parts of the key (kernel name, source hash, types,
+comptime, cube_dim, variant, build id, fingerprint), kept so that a miss can be explained.
+Entries written before records existed hold the bytes under the id too, and are read as ever.
+A value that fails its checks, or whose artifact the backend cannot load, is purged and logged
+once at WARNING: it is never loaded again, and its kernel compiles again, once.
 """
 
 from __future__ import annotations
@@ -22,10 +27,11 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
 from cubejit.compile.id import ArtifactId, stable_digest
+from cubejit.compile.protocols import Flight
 from cubejit.environment import fleet
 from cubejit.environment.build import build_id, version
 from cubejit.environment.manager import ENVIRONMENTS
@@ -37,6 +43,12 @@ log = logging.getLogger("cubejit.environment")
 
 ID_PREFIX = b"id:"
 SOURCE_PREFIX = b"source:"
+SOURCE_KEY = "source_key"
+"""The header key of a record: the source key whose entry holds the bytes."""
+
+V = TypeVar("V")
+Stored = tuple[bytes, dict[str, Any]]
+"""An artifact as the store gives it back: its bytes and its metadata."""
 
 
 def jsonable(value: Any) -> Any:
@@ -85,9 +97,10 @@ class ArtifactStore:
         self.namespace = f"{backend}/{version()}/{fingerprint}"
         """``"<backend>/<cubejit version>/<fingerprint>"``."""
         self._store = fleet.layered(Store(self.namespace))
-        build_id()  # every key needs it: computed with the store, not on the first launch
         self._warned: set[bytes] = set()
         self._lock = threading.Lock()
+        self._keys: dict[ArtifactId[Any], bytes] = {}
+        self._keys_build = build_id()
 
     def persists(self) -> bool:
         """Whether stored artifacts outlive this process (false with the compilation cache
@@ -99,41 +112,109 @@ class ArtifactStore:
         loaded from the store before must then be loaded again."""
         return ENVIRONMENTS.generation()
 
-    def on_switch(self, callback: Callable[[], None]) -> None:
-        """Calls the bound method ``callback`` whenever :meth:`generation` changes, while its
-        object lives (see :meth:`~cubejit.environment.manager.Environments.watch`)."""
-        ENVIRONMENTS.watch(callback)
-
     def key(self, id: ArtifactId[Any]) -> bytes:
-        """The by-artifact key of ``id`` under this process's build id."""
-        return ID_PREFIX + stable_digest("artifact", id.stable_hash(), build_id()).encode()
+        """The by-artifact key of ``id`` under this process's build id: hashed once per id
+        (and build id), since a batch, its claims and its stores all ask for it."""
+        build = build_id()
+        if build != self._keys_build:
+            self._keys = {}
+            self._keys_build = build
+        key = self._keys.get(id)
+        if key is None:
+            key = ID_PREFIX + stable_digest("artifact", id.stable_hash(), build).encode()
+            self._keys[id] = key
+        return key
 
     @staticmethod
     def source_key(source: str) -> bytes:
         """The by-source key of a backend text."""
         return SOURCE_PREFIX + hashlib.sha256(source.encode("utf-8")).hexdigest().encode()
 
-    def stored(self, id: ArtifactId[Any]) -> tuple[bytes, dict[str, Any]] | None:
-        """The payload and metadata stored for ``id``, taken out of memory (the environment
-        keeps them); ``None`` when absent or damaged. With a fleet's shared store, a miss
-        everywhere claims the kernel first (:meth:`~cubejit.environment.fleet.FleetStore.claim`):
-        this waits while another host compiles it and returns its artifact; ``None`` means this
-        host compiles it, and :meth:`store` or :meth:`abandon` ends the claim."""
-        key = self.key(id)
-        found = self._take(key)
-        if found is None and fleet.claim(self._store, key) is not None:
-            found = self._take(key)
+    def stored(self, id: ArtifactId[Any]) -> Stored | None:
+        """The payload and metadata stored for ``id``; ``None`` when absent or damaged."""
+        return self.stored_many([id]).get(id)
+
+    def stored_many(self, ids: Sequence[ArtifactId[V]]) -> dict[ArtifactId[V], Stored]:
+        """The payload and metadata stored for each of ``ids`` that has them, read with one
+        query for the records and one for the sources they name: a batch's whole look-up."""
+        keys = {self.key(id): id for id in ids}
+        values = self._store.get_many(list(keys))
+        found: dict[ArtifactId[V], Stored] = {}
+        pointing: dict[bytes, list[ArtifactId[V]]] = {}
+        for key, value in values.items():
+            decoded = self._decoded(key, value)
+            if decoded is None:
+                continue
+            payload, header = decoded
+            source_key = header.get(SOURCE_KEY)
+            if isinstance(source_key, str):
+                pointing.setdefault(source_key.encode("ascii"), []).append(keys[key])
+            else:
+                found[keys[key]] = _stored(payload, header)
+        sources = self._store.get_many(list(pointing))
+        for source_key, records in pointing.items():
+            source_value = sources.get(source_key)
+            decoded = None if source_value is None else self._decoded(source_key, source_value)
+            for id in records:
+                if decoded is not None:
+                    found[id] = _stored(*decoded)
+                elif source_value is None:
+                    log.debug("%s: its record names the missing %s", id, source_key.decode())
         return found
 
+    def claim(self, id: ArtifactId[Any]) -> Stored | Flight:
+        """After a miss, one look that never waits: with a fleet's shared store, the artifact
+        when another host stored it, :attr:`~cubejit.compile.protocols.Flight.ELSEWHERE` when
+        another host is compiling it (see :meth:`wait_for`), else
+        :attr:`~cubejit.compile.protocols.Flight.HERE`: this host compiles it, and
+        :meth:`store` or :meth:`abandon` ends the claim (see
+        :meth:`~cubejit.environment.fleet.FleetStore.claim_now`)."""
+        found = fleet.claim_now(self._store, self.key(id))
+        if found is fleet.Claim.HELD:
+            return Flight.ELSEWHERE
+        if isinstance(found, bytes):
+            stored = self.stored(id)
+            if stored is not None:
+                return stored
+        return Flight.HERE
+
+    def wait_for(self, id: ArtifactId[Any]) -> Stored | None:
+        """The artifact of a kernel another host was compiling, once stored; ``None`` when
+        this host compiles it after all (and then holds its claim)."""
+        if fleet.wait_for(self._store, self.key(id)) is None:
+            return None
+        return self.stored(id)
+
     def abandon(self, id: ArtifactId[Any]) -> None:
-        """Says that ``id``, claimed by :meth:`stored`, will not be stored (its kernel failed),
+        """Says that ``id``, claimed by :meth:`claim`, will not be stored (its kernel failed),
         so that a host of the fleet waiting for it compiles it now."""
         fleet.abandon(self._store, self.key(id))
 
-    def stored_for_source(self, source: str) -> tuple[bytes, dict[str, Any]] | None:
+    def stored_for_source(self, source: str) -> Stored | None:
         """The payload and metadata another kernel finalized from ``source``; ``None`` when
         absent or damaged."""
-        return self._take(self.source_key(source))
+        key = self.source_key(source)
+        value = self._store.get(key)
+        decoded = None if value is None else self._decoded(key, value)
+        return None if decoded is None else _stored(*decoded)
+
+    def discard(self, id: ArtifactId[Any] | None, source: str | None, why: str) -> None:
+        """Purges what is stored for ``id`` (its record and the source entry it names) or for
+        ``source``, which decoded intact but could not be used (the backend refused the
+        artifact): the kernel compiles again and its store replaces them, so the caller's
+        warning and the recompile happen once, not on every run."""
+        keys = [] if id is None else [self.key(id)]
+        if source is not None:
+            keys.append(self.source_key(source))
+        elif id is not None:
+            value = self._store.get(keys[0])
+            decoded = None if value is None else self._decoded(keys[0], value)
+            named = None if decoded is None else decoded[1].get(SOURCE_KEY)
+            if isinstance(named, str):
+                keys.append(named.encode("ascii"))
+        for key in keys:
+            self._store.purge_key(key)
+            log.debug("dropped %s of namespace %s: %s", key.decode(), self.namespace, why)
 
     def store(
         self,
@@ -144,8 +225,9 @@ class ArtifactStore:
         ingredients: dict[str, Any] | None = None,
     ) -> bool:
         """Keeps ``payload`` and ``metadata`` (JSON values: tuples come back as lists) under
-        ``id`` and, when given, under ``source``, with the key's ``ingredients`` beside them.
-        Whether the entry under ``id`` now holds this value; a refused write is routine."""
+        ``source`` when given, with a record of ``id`` naming it beside the key's
+        ``ingredients``; under ``id`` itself otherwise. Whether the entry under ``id`` now
+        holds this value; a refused write is routine (logged at DEBUG)."""
         source_sha = None if source is None else hashlib.sha256(source.encode()).hexdigest()
         named = {
             **key_parts(id),
@@ -153,59 +235,66 @@ class ArtifactStore:
             "fingerprint": self.fingerprint,
             **(ingredients or {}),
         }
-        header = {
-            "metadata": jsonable(metadata),
+        header: dict[str, Any] = {
             "ingredients": jsonable(named),
             "build_id": build_id(),
             "artifact": id.stable_hash(),
             "source_sha256": source_sha,
         }
-        value = encode(payload, header)
         key = self.key(id)
-        outcome = self._store.insert(key, value)
-        self._store.remove(key)
-        if source is not None:
+        content = {"metadata": jsonable(metadata), "source_sha256": source_sha}
+        if source is None:
+            record = encode(payload, {**header, **content})
+        else:
             by_source = self.source_key(source)
-            self._store.insert(by_source, value)
-            self._store.remove(by_source)
+            self._refused(by_source, self._store.insert(by_source, encode(payload, content)))
+            record = encode(b"", {**header, SOURCE_KEY: by_source.decode("ascii")})
+        outcome = self._store.insert(key, record)
+        self._refused(key, outcome)
         return outcome in (InsertOutcome.STORED, InsertOutcome.ALREADY_PRESENT)
 
+    def _refused(self, key: bytes, outcome: InsertOutcome) -> None:
+        if outcome is InsertOutcome.REFUSED:
+            log.debug(
+                "the store kept another value under %s (namespace %s): the first writer wins",
+                key.decode("ascii", "replace"),
+                self.namespace,
+            )
+        elif outcome is InsertOutcome.FAILED:
+            log.debug("the store refused %s (namespace %s)", key.decode(), self.namespace)
+
     def header(self, id: ArtifactId[Any]) -> dict[str, Any] | None:
-        """The whole JSON header stored for ``id`` (metadata, ingredients, build id), for tools
-        that explain what the store holds; ``None`` when absent or damaged."""
+        """The whole JSON header stored for ``id`` (ingredients, build id, and the metadata or
+        the source key), for tools that explain what the store holds; ``None`` when absent or
+        damaged."""
         key = self.key(id)
         value = self._store.get(key)
-        self._store.remove(key)
         decoded = None if value is None else self._decoded(key, value)
         return None if decoded is None else decoded[1]
-
-    def _take(self, key: bytes) -> tuple[bytes, dict[str, Any]] | None:
-        value = self._store.get(key)
-        if value is None:
-            return None
-        self._store.remove(key)
-        decoded = self._decoded(key, value)
-        if decoded is None:
-            return None
-        payload, header = decoded
-        metadata = header.get("metadata")
-        return payload, metadata if isinstance(metadata, dict) else {}
 
     def _decoded(self, key: bytes, value: bytes) -> tuple[bytes, dict[str, Any]] | None:
         try:
             decoded = decode(value)
         except DamagedValueError as e:
             self._store.purge_key(key)
-            with self._lock:
-                first = key not in self._warned
-                self._warned.add(key)
-            if first:
-                log.warning(
-                    "cubejit: dropped a damaged entry of the compilation store "
-                    "(namespace %s, key %s): %s; it compiles again",
-                    self.namespace,
-                    key.decode("ascii", "replace"),
-                    e,
-                )
+            self._warn(key, f"{e}; it compiles again")
             return None
         return decoded.payload, decoded.header
+
+    def _warn(self, key: bytes, what: str) -> None:
+        with self._lock:
+            first = key not in self._warned
+            self._warned.add(key)
+        if first:
+            log.warning(
+                "cubejit: dropped a damaged entry of the compilation store "
+                "(namespace %s, key %s): %s",
+                self.namespace,
+                key.decode("ascii", "replace"),
+                what,
+            )
+
+
+def _stored(payload: bytes, header: dict[str, Any]) -> Stored:
+    metadata = header.get("metadata")
+    return payload, metadata if isinstance(metadata, dict) else {}

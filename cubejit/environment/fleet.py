@@ -42,7 +42,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import TYPE_CHECKING, Any
 
 from cubejit import config
@@ -277,7 +277,6 @@ class FleetStore:
         self.local = local
         self.fleet = fleet
         self.namespace = local.namespace
-        self.lazy = local.lazy
 
     def storage(self) -> Storage:
         """The local environment's storage."""
@@ -290,6 +289,16 @@ class FleetStore:
             return value
         return self._fetch(key)
 
+    def get_many(self, keys: Collection[bytes]) -> dict[bytes, bytes]:
+        """The values found locally (one read), the others from the shared store."""
+        found = self.local.get_many(keys)
+        for key in keys:
+            if key not in found:
+                value = self._fetch(key)
+                if value is not None:
+                    found[key] = value
+        return found
+
     def insert(self, key: bytes, value: bytes, origin: str = LOCAL) -> InsertOutcome:
         """Writes locally, then to the shared store, and gives back the key's lease. The
         outcome is the local one."""
@@ -298,9 +307,6 @@ class FleetStore:
             self.fleet.storage.insert(self.namespace, key, value, origin)
         self.fleet.leases.release(self.namespace, key)
         return outcome
-
-    def remove(self, key: bytes) -> None:
-        self.local.remove(key)
 
     def purge_key(self, key: bytes) -> None:
         """Deletes the entry locally and on the shared store."""
@@ -328,6 +334,30 @@ class FleetStore:
                 return self._acquired(key)
             if leases.holds_any():
                 return None
+            return self._wait(key)
+        except Offline:
+            return None
+
+    def claim_now(self, key: bytes) -> bytes | Claim:
+        """After a miss everywhere, one look that never waits: the value when another host
+        stored it (kept locally); :attr:`Claim.TAKEN` when this process compiles it (it holds
+        the lease now, or the server cannot serve); :attr:`Claim.HELD` when another host's
+        lease is live, and the caller asks :meth:`wait_for` once its own work is done."""
+        leases = self.fleet.leases
+        try:
+            found, _ = leases.acquire(self.namespace, key, self._entry(key))
+            if found is Claim.HELD:
+                return Claim.HELD
+            value = self._fetch(key) if found is Claim.STORED else self._acquired(key)
+        except Offline:
+            return Claim.TAKEN
+        return Claim.TAKEN if value is None else value
+
+    def wait_for(self, key: bytes) -> bytes | None:
+        """Waits for the host holding ``key``'s lease (at most :attr:`Leases.patience`): its
+        value, or ``None`` when this process compiles it after all (it took the lease from a
+        holder that gave up or was lost, waited too long, or the server cannot serve)."""
+        try:
             return self._wait(key)
         except Offline:
             return None
@@ -430,6 +460,17 @@ def _warn_no_client(url: str) -> None:
 def claim(store: Any, key: bytes) -> bytes | None:
     """:meth:`FleetStore.claim` for a fleet store; ``None`` (compile) for any other store."""
     return store.claim(key) if isinstance(store, FleetStore) else None
+
+
+def claim_now(store: Any, key: bytes) -> bytes | Claim:
+    """:meth:`FleetStore.claim_now` for a fleet store; :attr:`Claim.TAKEN` (compile here) for
+    any other store."""
+    return store.claim_now(key) if isinstance(store, FleetStore) else Claim.TAKEN
+
+
+def wait_for(store: Any, key: bytes) -> bytes | None:
+    """:meth:`FleetStore.wait_for` for a fleet store; ``None`` (compile here) for any other."""
+    return store.wait_for(key) if isinstance(store, FleetStore) else None
 
 
 def abandon(store: Any, key: bytes) -> None:

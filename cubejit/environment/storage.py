@@ -13,7 +13,7 @@ storage keeps the same way (SQLite, memory, and any shared store behind them):
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -89,9 +89,9 @@ class Storage(Protocol):
         atomic step against every other writer, in this process or another."""
         ...
 
-    def remove(self, namespace: str, key: bytes) -> None:
-        """Drops any copy of the entry held in this process's memory beside the storage; the
-        entry itself stays stored."""
+    def get_many(self, namespace: str, keys: Collection[bytes]) -> dict[bytes, bytes]:
+        """The values under those of ``keys`` that hold one, read together (one query where
+        the storage has queries): what a batch of kernels asks the store at once."""
         ...
 
     def purge_key(self, namespace: str, key: bytes) -> None:

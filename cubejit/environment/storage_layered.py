@@ -74,21 +74,18 @@ class LayeredStorage:
     def get_many(self, namespace: str, keys: Collection[bytes]) -> dict[bytes, bytes]:
         """The values under those of ``keys`` that either layer holds, the local one first:
         what a batch of kernels asks at once."""
-        found = {}
+        found = self.front.get_many(namespace, keys)
         for key in keys:
-            value = self.get(namespace, key)
-            if value is not None:
-                found[key] = value
+            if key not in found:
+                value = self.behind.get(namespace, key)
+                if value is not None:
+                    found[key] = value
         return found
 
     def insert(
         self, namespace: str, key: bytes, value: bytes, origin: str = LOCAL
     ) -> InsertOutcome:
         return self.front.insert(namespace, key, value, origin)
-
-    def remove(self, namespace: str, key: bytes) -> None:
-        """Drops the local layer's memory of the entry (the bundle keeps none)."""
-        self.front.remove(namespace, key)
 
     def purge_key(self, namespace: str, key: bytes) -> None:
         """Deletes the local entry; the bundle's, if any, stays (it is never written)."""

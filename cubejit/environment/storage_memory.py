@@ -4,7 +4,7 @@ an environment falls back to when its database cannot be written."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 from cubejit.environment.storage import (
     LOCAL,
@@ -58,8 +58,14 @@ class MemoryStorage:
                 entries[key] = (value, origin)
             return outcome
 
-    def remove(self, namespace: str, key: bytes) -> None:
-        """Nothing to do: memory is where the entry is stored."""
+    def get_many(self, namespace: str, keys: Collection[bytes]) -> dict[bytes, bytes]:
+        with self._lock:
+            entries = self._entries.get(namespace, {})
+            found = {key: entries[key][0] for key in keys if key in entries}
+        if self._reads_from is not None and len(found) < len(keys):
+            missing = [key for key in keys if key not in found]
+            found.update(self._reads_from.get_many(namespace, missing))
+        return found
 
     def purge_key(self, namespace: str, key: bytes) -> None:
         with self._lock:

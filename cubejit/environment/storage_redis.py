@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import struct
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -287,8 +287,14 @@ class RedisStorage:
         except Offline:
             pass
 
-    def remove(self, namespace: str, key: bytes) -> None:
-        """Nothing to do: this storage keeps no copy in memory."""
+    def get_many(self, namespace: str, keys: Collection[bytes]) -> dict[bytes, bytes]:
+        """Each value :meth:`get` would serve (each checked as it does)."""
+        found = {}
+        for key in keys:
+            value = self.get(namespace, key)
+            if value is not None:
+                found[key] = value
+        return found
 
     def scan(self, namespace: str) -> Iterator[tuple[bytes, bytes]]:
         """Every (key, value) of ``namespace`` that :meth:`get` would serve, in key order."""

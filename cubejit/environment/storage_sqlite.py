@@ -20,11 +20,12 @@ an import) holds at most that much, or one entry, in memory.
 
 from __future__ import annotations
 
+import functools
 import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -57,6 +58,9 @@ TOUCH_AFTER_S = 86_400.0
 used first) when its mark is older than this: a day's precision is all pruning needs, and a
 warm store is then written at most once a day per entry."""
 SELECT_VALUE = "SELECT value, used_at FROM entries WHERE namespace = ? AND key = ?"
+SELECT_VALUES = "SELECT key, value, used_at FROM entries WHERE namespace = ? AND key IN ({})"
+_KEYS_PER_QUERY = 500
+"""Keys bound in one ``IN (...)`` (SQLite allows at least 999 parameters)."""
 TOUCH_ENTRY = "UPDATE entries SET used_at = ? WHERE namespace = ? AND key = ?"
 SELECT_ENTRY = "SELECT value, origin FROM entries WHERE namespace = ? AND key = ?"
 INSERT_ENTRY = (
@@ -191,6 +195,25 @@ class SqliteStorage:
             self._write(TOUCH_ENTRY, (now, namespace, key))
         return bytes(row[0])
 
+    def get_many(self, namespace: str, keys: Collection[bytes]) -> dict[bytes, bytes]:
+        """One query per :data:`_KEYS_PER_QUERY` keys, then one write marking those found
+        used, when any mark is a day old."""
+        wanted = list(keys)
+        rows: list[tuple[bytes, bytes, float]] = []
+        try:
+            for start in range(0, len(wanted), _KEYS_PER_QUERY):
+                part = wanted[start : start + _KEYS_PER_QUERY]
+                query = SELECT_VALUES.format(", ".join("?" * len(part)))
+                rows += self._run(functools.partial(_fetch_all, query, (namespace, *part)))
+        except (sqlite3.Error, StoreError) as e:
+            log.debug("cannot read %s: %s", self.path, e)
+            return {}
+        now = time.time()
+        stale = [(now, namespace, k) for k, _, used in rows if now - used > TOUCH_AFTER_S]
+        if stale and not self._readonly:
+            self._write_many(TOUCH_ENTRY, stale)
+        return {bytes(k): bytes(v) for k, v, _ in rows}
+
     def insert(
         self, namespace: str, key: bytes, value: bytes, origin: str = LOCAL
     ) -> InsertOutcome:
@@ -232,9 +255,6 @@ class SqliteStorage:
             return self._run(write)
         except sqlite3.Error as e:
             raise StoreError(f"cannot write {self.path}: {e}") from e
-
-    def remove(self, namespace: str, key: bytes) -> None:
-        """Nothing to do: this storage keeps no copy in memory."""
 
     def purge_key(self, namespace: str, key: bytes) -> None:
         self._write(DELETE_ENTRY, (namespace, key))
@@ -329,6 +349,16 @@ class SqliteStorage:
         except (sqlite3.Error, StoreError) as e:
             log.debug("cannot write %s: %s", self.path, e)
 
+    def _write_many(self, statement: str, rows: Sequence[tuple[object, ...]]) -> None:
+        def write(connection: sqlite3.Connection) -> None:
+            with immediate(connection):
+                connection.executemany(statement, rows)
+
+        try:
+            self._run(write)
+        except (sqlite3.Error, StoreError) as e:
+            log.debug("cannot write %s: %s", self.path, e)
+
     def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Runs ``work`` under the lock; a database found damaged is rebuilt (when allowed)
         and ``work`` runs once more on the new one."""
@@ -351,6 +381,12 @@ class SqliteStorage:
         except Damaged as e:
             raise StoreError(f"cannot rebuild {self.path}: {e}") from None
         self._inode = inode(self.path)
+
+
+def _fetch_all(
+    query: str, parameters: tuple[object, ...], connection: sqlite3.Connection
+) -> list[tuple[bytes, bytes, float]]:
+    return connection.execute(query, parameters).fetchall()
 
 
 def _runs(

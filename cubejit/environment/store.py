@@ -1,59 +1,39 @@
-"""A namespace of the active environment, as ``bytes -> bytes``, with a memory in front.
+"""A namespace of the active environment, as ``bytes -> bytes``.
 
-A :class:`Store` follows the active environment: after a switch (a new
-:func:`~cubejit.environment.generation`) it forgets what it held in memory and reads the new
-environment. When a write fails, the environment falls back to memory for the rest of the
-process (one WARNING) and the write is done there, so a caller's run goes on.
+A :class:`Store` follows the active environment: every call asks
+:data:`~cubejit.environment.manager.ENVIRONMENTS` for the storage of the moment, so a switch is
+seen at once and nothing read before it is served after. It keeps no memory of its own: what a
+backend keeps loaded is its loader's business, and a second copy of every value here would only
+double what a warm process holds. When a write fails, the environment falls back to memory for
+the rest of the process (one WARNING) and the write is done there, so a caller's run goes on.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 from cubejit.environment.manager import ENVIRONMENTS
 from cubejit.environment.storage import LOCAL, InsertOutcome, Storage
 
 
 class Store:
-    """The entries of ``namespace`` in the active environment.
+    """The entries of ``namespace`` in the active environment. Thread-safe."""
 
-    ``lazy`` (the default) reads an entry when it is first asked for; otherwise the whole
-    namespace is read into memory at once, and again after each environment switch. Thread-safe.
-    """
-
-    def __init__(self, namespace: str, *, lazy: bool = True) -> None:
+    def __init__(self, namespace: str) -> None:
         self.namespace = namespace
         """The namespace, e.g. ``"cpu/0.1.0/x86_64-gcc12-O3-native"``."""
-        self.lazy = lazy
-        """Whether entries are read on demand rather than all at once."""
-        self._lock = threading.Lock()
-        self._memory: dict[bytes, bytes] = {}
-        self._generation: int | None = None
 
     def storage(self) -> Storage:
-        """The active environment's storage, this store's memory emptied if it changed."""
-        generation, storage = ENVIRONMENTS.current()
-        with self._lock:
-            if generation != self._generation:
-                self._memory.clear()
-                self._generation = generation
-                if not self.lazy:
-                    self._memory.update(storage.scan(self.namespace))
-        return storage
+        """The active environment's storage."""
+        return ENVIRONMENTS.current()[1]
 
     def get(self, key: bytes) -> bytes | None:
-        """The value under ``key``, from memory or else the environment; ``None`` if absent."""
-        storage = self.storage()
-        with self._lock:
-            value = self._memory.get(key)
-        if value is not None or not self.lazy:
-            return value
-        value = storage.get(self.namespace, key)
-        if value is not None:
-            with self._lock:
-                self._memory[key] = value
-        return value
+        """The value under ``key``; ``None`` if absent."""
+        return self.storage().get(self.namespace, key)
+
+    def get_many(self, keys: Collection[bytes]) -> dict[bytes, bytes]:
+        """The values under those of ``keys`` that hold one, read together."""
+        return self.storage().get_many(self.namespace, keys) if keys else {}
 
     def insert(self, key: bytes, value: bytes, origin: str = LOCAL) -> InsertOutcome:
         """Writes ``value`` under ``key`` unless another value is there (the first writer
@@ -65,31 +45,15 @@ class Store:
         if outcome is InsertOutcome.FAILED:
             storage = ENVIRONMENTS.degrade(storage, storage.last_failure or "write refused")
             outcome = storage.insert(self.namespace, key, value, origin)
-        if outcome in (InsertOutcome.STORED, InsertOutcome.ALREADY_PRESENT):
-            with self._lock:
-                self._memory[key] = value
         return outcome
 
-    def remove(self, key: bytes) -> None:
-        """Drops the memory's copy of the entry; the environment keeps it."""
-        storage = self.storage()
-        with self._lock:
-            self._memory.pop(key, None)
-        storage.remove(self.namespace, key)
-
     def purge_key(self, key: bytes) -> None:
-        """Deletes the entry under ``key`` from memory and from the environment."""
-        storage = self.storage()
-        with self._lock:
-            self._memory.pop(key, None)
-        storage.purge_key(self.namespace, key)
+        """Deletes the entry under ``key`` from the environment."""
+        self.storage().purge_key(self.namespace, key)
 
     def purge(self) -> None:
-        """Deletes every entry of the namespace, from memory and from the environment."""
-        storage = self.storage()
-        with self._lock:
-            self._memory.clear()
-        storage.purge(self.namespace)
+        """Deletes every entry of the namespace from the environment."""
+        self.storage().purge(self.namespace)
 
     def scan(self) -> Iterator[tuple[bytes, bytes]]:
         """Every ``(key, value)`` the environment holds in the namespace, in key order."""

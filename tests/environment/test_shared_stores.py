@@ -17,7 +17,7 @@ HERE = Path(__file__).resolve().parent
 
 IMPORTS = (
     f"import sys\nsys.path.insert(0, {str(HERE)!r})\n"
-    "import numpy.testing\nfrom store_kernels import warm"
+    "import numpy.testing\nimport cubejit.compile.loader\nfrom store_kernels import warm"
 )
 """What a child imports while still root (see :func:`store_helpers.run_as_another_user`)."""
 

@@ -125,25 +125,23 @@ def test_threads_share_one_connection_and_one_writer_wins_each_key(tmp_path: Pat
     storage.close()
 
 
-def test_a_store_reads_lazily_and_remove_keeps_the_entry_stored(root: Path) -> None:
+def test_a_store_keeps_no_copy_so_a_purge_by_another_store_is_seen_at_once(root: Path) -> None:
     store = Store(NS)
     assert store.insert(b"k", b"v") is InsertOutcome.STORED
-    store.remove(b"k")
     assert store.get(b"k") == b"v"
-    other = Store(NS)
-    assert other.get(b"k") == b"v"
-    other.purge_key(b"k")
-    assert Store(NS).get(b"k") is None
+    Store(NS).purge_key(b"k")
+    assert store.get(b"k") is None
 
 
-def test_an_eager_store_reads_its_namespace_at_once(root: Path) -> None:
-    Store(NS).insert(b"a", b"1")
-    Store(NS).insert(b"b", b"2")
-    eager = Store(NS, lazy=False)
-    assert dict(eager.scan()) == {b"a": b"1", b"b": b"2"}
-    assert eager.get(b"a") == b"1"
-    eager.purge()
-    assert Store(NS).get(b"b") is None
+def test_a_store_reads_many_keys_together_and_skips_the_missing(root: Path) -> None:
+    store = Store(NS)
+    for i in range(700):
+        store.insert(b"k%d" % i, b"v%d" % i)
+    wanted = [b"k%d" % i for i in range(0, 700, 3)] + [b"absent"]
+    assert store.get_many(wanted) == {k: b"v" + k[1:] for k in wanted[:-1]}
+    assert dict(store.scan())[b"k5"] == b"v5"
+    store.purge()
+    assert store.get_many(wanted) == {}
 
 
 def test_with_the_compilation_cache_off_entries_live_in_memory(root: Path) -> None:

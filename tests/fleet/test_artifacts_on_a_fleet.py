@@ -9,6 +9,7 @@ import pytest
 
 from cubejit import config
 from cubejit.compile.id import ArtifactId, KernelId
+from cubejit.compile.protocols import Flight
 from cubejit.environment import ArtifactStore, fleet
 from cubejit.environment.manager import ENVIRONMENTS
 
@@ -44,6 +45,8 @@ def test_what_one_host_compiles_another_loads_and_keeps_locally(on_a_fleet: Path
 def test_a_claimed_kernel_that_fails_gives_its_lease_back(on_a_fleet: Path, redis_server):
     store = ArtifactStore("cpu", "fp")
     assert store.stored(KERNEL) is None
+    assert not redis_server.client().keys("cubejit:l:*"), "a look-up claims nothing"
+    assert store.claim(KERNEL) is Flight.HERE
     assert redis_server.client().keys("cubejit:l:*")
     store.abandon(KERNEL)
     assert not redis_server.client().keys("cubejit:l:*")

@@ -111,9 +111,13 @@ def spoil(client, kernels: int) -> None:
     """Spoils every record of ``kernels`` kernels on the server: one kernel's values tampered
     with, one's signed with another key, one's unsigned."""
     by_kernel: dict[str, list[bytes]] = {}
-    for name in sorted(client.keys("cubejit:e:*")):
-        record = Record.parse(client.get(name))
-        by_kernel.setdefault(decode(record.body).header["artifact"], []).append(name)
+    names = sorted(client.keys("cubejit:e:*"))
+    for name in names:
+        header = decode(Record.parse(client.get(name)).body).header
+        if "artifact" in header:
+            namespace = name.decode()[len("cubejit:e:") :].rsplit(":", 1)[0]
+            source = f"cubejit:e:{namespace}:{header['source_key'].encode().hex()}".encode()
+            by_kernel[header["artifact"]] = [name, source]
     ways = ["tampered", "another key", "unsigned"]
     for way, names in zip(ways, list(by_kernel.values())[:kernels], strict=True):
         for name in names:

@@ -8,6 +8,7 @@ from typing import Any
 
 from cubejit.compile.id import ArtifactId, KernelId
 from cubejit.compile.loader import KernelLoader
+from cubejit.compile.protocols import CompilationTarget, Flight
 
 
 class Kernel:
@@ -34,7 +35,7 @@ class Compiler:
         return lowered
 
 
-class ClaimingTarget:
+class ClaimingTarget(CompilationTarget[Any, str, str]):
     """A persisting target whose every miss is a claim, like one behind a fleet's store."""
 
     def __init__(self) -> None:
@@ -49,6 +50,9 @@ class ClaimingTarget:
 
     def stored(self, id: ArtifactId[Any]) -> None:
         return None
+
+    def claim(self, id: ArtifactId[Any]) -> Flight:
+        return Flight.HERE
 
     def stored_for_source(self, source: str) -> None:
         return None

@@ -46,8 +46,9 @@ def vectoriser_flags(cc: str) -> tuple[str, ...]:
 @functools.cache
 def host_cpu() -> str:
     """The host CPU's model name and feature flags (from ``/proc/cpuinfo`` where there is
-    one, else what ``platform`` knows)."""
-    model, flags = platform.processor(), ""
+    one, else what ``platform`` knows: on Linux that runs ``uname -p``, which a warm process
+    must not pay for)."""
+    model, flags = "", ""
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
             for line in f:
@@ -61,7 +62,7 @@ def host_cpu() -> str:
                     break
     except OSError:
         pass
-    return f"{model} [{flags}]"
+    return f"{model or platform.processor()} [{flags}]"
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,13 +18,15 @@ import logging
 import os
 import secrets
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from cubejit.backends.cpu.artifact import CpuArtifact
 from cubejit.backends.cpu.compiler import CpuCompiler
 from cubejit.compile.id import ArtifactId
-from cubejit.environment import ArtifactStore
+from cubejit.compile.protocols import CompilationTarget, Flight
+from cubejit.environment.artifacts import ArtifactStore, Stored
 from cubejit.errors import CompilationError
 from cubejit.runtime.layout import ParamSlot
 
@@ -53,8 +55,9 @@ class CpuLoaded:
     writeable."""
 
 
-class CpuTarget:
-    """Stores and loads CPU artifacts; used only on the thread that launches."""
+class CpuTarget(CompilationTarget[int, CpuArtifact, CpuLoaded]):
+    """Stores and loads CPU artifacts; used only on the thread that launches. The variant of
+    an artifact is the alignment, in bytes, its arrays are promised."""
 
     def __init__(
         self, compiler: CpuCompiler | None = None, store: ArtifactStore | None = None
@@ -78,20 +81,42 @@ class CpuTarget:
     def generation(self) -> int:
         return self.artifacts.generation()
 
-    def stored(self, id: ArtifactId[Any]) -> CpuArtifact | None:
-        return self._artifact(self.artifacts.stored(id), id)
+    def stored(self, id: ArtifactId[int]) -> CpuArtifact | None:
+        return self.stored_many([id]).get(id)
+
+    def stored_many(self, ids: Sequence[ArtifactId[int]]) -> dict[ArtifactId[int], CpuArtifact]:
+        found = {}
+        for id, parts in self.artifacts.stored_many(ids).items():
+            artifact = self._artifact(parts, id, None)
+            if artifact is not None:
+                found[id] = artifact
+        return found
+
+    def claim(self, id: ArtifactId[int]) -> CpuArtifact | Flight:
+        found = self.artifacts.claim(id)
+        if isinstance(found, Flight):
+            return found
+        return self._artifact(found, id, None) or Flight.HERE
+
+    def wait_for(self, id: ArtifactId[int]) -> CpuArtifact | None:
+        found = self.artifacts.wait_for(id)
+        return None if found is None else self._artifact(found, id, None)
 
     def stored_for_source(self, source: str) -> CpuArtifact | None:
-        return self._artifact(self.artifacts.stored_for_source(source), source)
+        parts = self.artifacts.stored_for_source(source)
+        return None if parts is None else self._artifact(parts, None, source)
 
-    def store(self, id: ArtifactId[Any], artifact: CpuArtifact, source: str | None) -> bool:
+    def store(self, id: ArtifactId[int], artifact: CpuArtifact, source: str | None) -> bool:
         return self.artifacts.store(id, artifact.library, artifact.metadata(), source)
 
-    def abandon(self, id: ArtifactId[Any]) -> None:
+    def abandon(self, id: ArtifactId[int]) -> None:
         """``id`` failed and will not be stored: hosts of a fleet waiting for it compile it."""
         self.artifacts.abandon(id)
 
-    def load(self, id: ArtifactId[Any], artifact: CpuArtifact) -> CpuLoaded:
+    def discard(self, id: ArtifactId[int] | None, source: str | None, why: str) -> None:
+        self.artifacts.discard(id, source, why)
+
+    def load(self, id: ArtifactId[int], artifact: CpuArtifact) -> CpuLoaded:
         """Loads ``artifact``'s shared object; CompilationError when the system refuses it."""
         try:
             library = _open_library(self._load_folders[0], artifact.library)
@@ -113,7 +138,7 @@ class CpuTarget:
         return CpuLoaded(library, entry, artifact.layout, written)
 
     def _load_elsewhere(
-        self, id: ArtifactId[Any], artifact: CpuArtifact, first: OSError
+        self, id: ArtifactId[int], artifact: CpuArtifact, first: OSError
     ) -> ctypes.CDLL:
         """Loads from the temporary directory what the memory directory refused; when that
         works, the memory directory was at fault and is not tried again."""
@@ -128,14 +153,15 @@ class CpuTarget:
         return library
 
     def _artifact(
-        self, found: tuple[bytes, dict[str, Any]] | None, what: object
+        self, found: Stored, id: ArtifactId[int] | None, source: str | None
     ) -> CpuArtifact | None:
-        if found is None:
-            return None
+        """The artifact of a stored entry; one that cannot be read is dropped from the store
+        (one WARNING), so that its kernel's compile replaces it."""
         try:
             return CpuArtifact.from_parts(*found)
         except ValueError as e:
-            _log.warning("dropping an unreadable CPU artifact for %s: %s", what, e)
+            _log.warning("dropping an unreadable CPU artifact for %s: %s", id or "a source", e)
+            self.artifacts.discard(id, source, f"unreadable CPU artifact: {e}")
             return None
 
 

@@ -55,6 +55,15 @@ class CudaArtifact:
     dynamic_shared: int = 0
     """Bytes of dynamic shared memory every launch passes (a kernel whose shared buffers are
     past 48 KiB); the load opts the function in to that much."""
+    ptx: bytes = b""
+    """The PTX the cubin was assembled from (kept beside it in the store), for a GPU newer
+    than the cubin's architecture; empty when unknown. An artifact with no cubin but PTX is
+    compiled by the driver when loaded."""
+
+    def portable_ptx(self) -> bool:
+        """Whether a newer GPU's driver can compile :attr:`ptx`: there is some, and it was not
+        made for one architecture's own instructions (``sm_90a``, ``sm_100f``)."""
+        return bool(self.ptx) and self.arch[-1:].isdigit()
 
     def metadata(self) -> dict[str, object]:
         """Everything but the cubin, as JSON-able values."""

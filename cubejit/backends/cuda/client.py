@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from cubejit.backends.cuda import nvrtc
 from cubejit.backends.cuda.buffer import (
     LEGACY_DEFAULT_STREAM,
     CudaBuffer,
@@ -37,10 +38,10 @@ from cubejit.backends.cuda.driver import (
     open_device,
 )
 from cubejit.backends.cuda.launch import Launcher, arrays_apart, first_mask
-from cubejit.backends.cuda.nvrtc import nvrtc_module, supported_architectures, version
 from cubejit.backends.cuda.target import CudaTarget, fingerprint
 from cubejit.compile.id import ArtifactId
 from cubejit.compile.loader import KernelLoader
+from cubejit.compile.mirror import Mirror
 from cubejit.compile.recording import ServerLogger
 from cubejit.environment import ArtifactStore
 from cubejit.errors import BackendUnavailableError, LaunchError
@@ -57,7 +58,8 @@ class CudaClient:
     def __init__(
         self, device: int = 0, parallelism: int | None = None, check_bounds: bool = False
     ) -> None:
-        nvrtc_module()
+        if not nvrtc.available():
+            nvrtc.nvrtc_module()
         driver = driver_module()
         self._driver = driver
         self.device = device
@@ -65,13 +67,6 @@ class CudaClient:
         _, self._context, self.limits = open_device(device)
         self.limits: CudaLimits
         """What the device allows, read from the driver; kernels are validated against it."""
-        major, minor = self.limits.compute_capability
-        if major * 10 + minor not in supported_architectures():
-            nvrtc_major, nvrtc_minor = version()
-            raise BackendUnavailableError(
-                f"NVRTC {nvrtc_major}.{nvrtc_minor} cannot build code for {self.limits.name} "
-                f"(compute capability {major}.{minor}); install a newer nvidia-cuda-nvrtc"
-            )
         self.arch = arch_name(self.limits.compute_capability)
         """The architecture cubins are built for (``sm_90a`` on an H100 or H200)."""
         self._stream = call(
@@ -86,17 +81,20 @@ class CudaClient:
             error=BackendUnavailableError,
         )
         self.compiler = CudaCompiler(self.arch, self.limits)
-        """The compiler of this client's kernels (``compiler.compilations`` counts NVRTC runs)."""
+        """The compiler of this client's kernels (``compiler.compilations`` counts NVRTC runs).
+        NVRTC is loaded, and told the device's architecture, only when it first compiles: a
+        process the store serves entirely never loads it."""
         store = ArtifactStore("cuda", fingerprint(self.limits.compute_capability))
         self.loader = KernelLoader(CudaTarget(self._context, self.compiler, store), parallelism)
         """The loader of this client's kernels."""
         self._logger = ServerLogger()
-        self._launchers: dict[Any, Callable[[Any, tuple[Any, ...]], None]] = {}
+        self._launchers: Mirror[Any, Callable[[Any, tuple[Any, ...]], None]] = Mirror(
+            self.loader.generation
+        )
         """The launch function of each spec launched, by the spec itself (specs compare by
-        identity, and the kernel keeps each of them for good). A switch of environment drops
-        them, as the loader drops what it loaded, so that each kernel loads again from (or is
-        stored into) the new one; the store tells the switch, so a launch reads nothing more."""
-        store.on_switch(self._forget_launchers)
+        identity, and the kernel keeps each of them for good). A mirror of the store, as the
+        loader's loaded kernels are: a switch of environment drops them, so that each kernel
+        loads again from (or is stored into) the new one."""
         self.check_bounds = check_bounds
         """Whether this client launches checked variants (:mod:`cubejit.runtime.checking`),
         synchronising after each launch to read their records."""
@@ -123,11 +121,8 @@ class CudaClient:
         """A checked client's ``_launcher``: the checked variants' launch function
         (:mod:`cubejit.backends.cuda.checked_launch`)."""
         launch = checked_launcher(self, spec, args)
-        self._launchers[spec] = launch
+        self._launchers.put(spec, launch)
         return launch
-
-    def _forget_launchers(self) -> None:
-        self._launchers = {}
 
     def prepare(self, spec: Any) -> None:
         """Queues ``spec`` for the next batch (the next first launch, or
@@ -169,7 +164,7 @@ class CudaClient:
             variant=variant,
             load=load,
         ).launch
-        self._launchers[spec] = launch
+        self._launchers.put(spec, launch)
         return launch
 
     # Memory.

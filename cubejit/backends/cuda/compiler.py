@@ -22,7 +22,7 @@ from cubejit.backends.cuda.cooperation import dynamic_shared_bytes
 from cubejit.backends.cuda.dialect import cuda_source, needs_half_headers
 from cubejit.backends.cuda.driver import ARCHITECTURAL_LIMITS, CudaLimits
 from cubejit.compile.id import ArtifactId
-from cubejit.errors import UnsupportedError
+from cubejit.errors import BackendUnavailableError, UnsupportedError
 from cubejit.ir.bounds import checked
 from cubejit.ir.types import TensorType
 from cubejit.ir.validate import validate_for
@@ -69,6 +69,21 @@ class CudaCompiler:
         self.on_compile = on_compile
         self._lock = threading.Lock()
         self._compilations = 0
+
+    def _check_architecture(self) -> None:
+        """A :class:`BackendUnavailableError` when this NVRTC cannot build for the compiler's
+        architecture: told at the first compile, not when a client starts (a warm client
+        never loads NVRTC)."""
+        major, minor = self.limits.compute_capability
+        if (major, minor) == (0, 0):
+            major, minor = capability(self.arch)
+        if major * 10 + minor not in nvrtc.supported_architectures():
+            nvrtc_major, nvrtc_minor = nvrtc.version()
+            raise BackendUnavailableError(
+                f"NVRTC {nvrtc_major}.{nvrtc_minor} cannot build code for {self.arch} "
+                f"(compute capability {major}.{minor}, {self.limits.name}); install a newer "
+                "nvidia-cuda-nvrtc"
+            )
 
     @property
     def compilations(self) -> int:
@@ -127,11 +142,12 @@ class CudaCompiler:
     def finalize(self, id: ArtifactId[Any], lowered: CudaLowered) -> CudaArtifact:
         """Compiles ``lowered`` with NVRTC to a cubin for this compiler's architecture."""
         folder = nvrtc.half_include_dir() if lowered.needs_half else None
+        self._check_architecture()
         with self._lock:
             self._compilations += 1
         if self.on_compile is not None:
             self.on_compile(lowered.source)
-        cubin = nvrtc.compile_to_cubin(
+        cubin, ptx = nvrtc.compile_to_cubin_and_ptx(
             lowered.source,
             self.arch,
             include_dirs=(folder,) if folder else (),
@@ -143,5 +159,14 @@ class CudaCompiler:
             self.arch,
             lowered.params,
             lowered.coarsening,
-            lowered.dynamic_shared,
+            dynamic_shared=lowered.dynamic_shared,
+            ptx=ptx,
         )
+
+
+def capability(arch: str) -> tuple[int, int]:
+    """``(10, 0)`` for ``sm_100a``: the compute capability an architecture name is for."""
+    digits = "".join(c for c in arch.removeprefix("sm_").removeprefix("compute_") if c.isdigit())
+    if len(digits) < 2:
+        raise UnsupportedError(f"{arch!r} is not a CUDA architecture such as sm_90a")
+    return int(digits[:-1]), int(digits[-1])

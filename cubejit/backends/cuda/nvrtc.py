@@ -6,12 +6,21 @@ several worker threads compile at once; each call owns its program handle, so th
 here are thread-safe.
 
 Only ``cuda.bindings.nvrtc`` is imported here, never the driver: a machine without a GPU
-compiles cubins as well as one with.
+compiles cubins as well as one with. A process that finds every kernel in the store never
+compiles, so it never imports NVRTC's bindings nor loads the library (together about 100 ms):
+:func:`version`, which names the store's namespace, is read from the ``nvidia-cuda-nvrtc``
+wheel's metadata where that wheel is installed, and checked against the library itself the
+first time NVRTC compiles.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib.util
+import logging
+import os
+import re
+import sys
 from pathlib import Path
 
 from cubejit.errors import BackendUnavailableError, CompilationError
@@ -20,6 +29,16 @@ INSTALL_HINT = "pip install 'cubejit[cuda]'"
 """What a user without the CUDA packages runs; every message about them says it."""
 
 _HALF_HEADERS = ("cuda_fp16.h", "cuda_bf16.h")
+_WHEEL = re.compile(r"nvidia_cuda_nvrtc(?:_cu\d+)?-(\d+)\.(\d+)[^/]*\.dist-info")
+_log = logging.getLogger("cubejit.compilation")
+
+
+def available() -> bool:
+    """Whether NVRTC's bindings are installed, found without importing them."""
+    try:
+        return importlib.util.find_spec("cuda.bindings.nvrtc") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def nvrtc_module():
@@ -45,9 +64,58 @@ def _checked(result: tuple, what: str) -> tuple:
 
 @functools.cache
 def version() -> tuple[int, int]:
-    """NVRTC's ``(major, minor)``; part of every CUDA artifact's namespace."""
+    """NVRTC's ``(major, minor)``; part of every CUDA artifact's namespace. From the wheel's
+    metadata when the ``nvidia-cuda-nvrtc`` wheel and NVRTC's bindings are installed (the
+    bindings load that wheel's library before any other), else asked of the library.
+    :class:`BackendUnavailableError` without the bindings."""
+    if not available():
+        nvrtc_module()
+    return wheel_version() or loaded_version()
+
+
+@functools.cache
+def loaded_version() -> tuple[int, int]:
+    """The ``(major, minor)`` the NVRTC library itself reports (loading it)."""
     major, minor = _checked(nvrtc_module().nvrtcVersion(), "version")
     return int(major), int(minor)
+
+
+@functools.cache
+def wheel_version() -> tuple[int, int] | None:
+    """The ``(major, minor)`` of the installed ``nvidia-cuda-nvrtc`` wheel, read from the
+    name of its ``.dist-info`` folder on ``sys.path``; ``None`` without one."""
+    for folder in sys.path:
+        try:
+            names = os.listdir(folder or ".")
+        except OSError:
+            continue
+        for name in names:
+            found = _WHEEL.fullmatch(name)
+            if found is not None:
+                return int(found.group(1)), int(found.group(2))
+    return None
+
+
+_checked_versions = False
+
+
+def check_version() -> None:
+    """Once per process, before NVRTC first compiles: one WARNING if the library loaded is not
+    the version :func:`version` named the store's namespace after (a toolkit's NVRTC found
+    before the wheel's)."""
+    global _checked_versions
+    if _checked_versions:
+        return
+    _checked_versions = True
+    loaded, named = loaded_version(), version()
+    if loaded != named:
+        _log.warning(
+            "NVRTC %d.%d is loaded, but the installed nvidia-cuda-nvrtc wheel is %d.%d and "
+            "names the store's namespace; remove one of them so that cubins are kept under "
+            "the NVRTC that built them",
+            *loaded,
+            *named,
+        )
 
 
 @functools.cache
@@ -83,32 +151,26 @@ def compile_to_cubin(
     include_dirs: tuple[Path, ...] = (),
     kernel: str | None = None,
 ) -> bytes:
-    """Compiles ``source`` for ``arch`` (``"sm_90a"``) and returns the cubin.
-
-    Raises :class:`CompilationError` naming ``kernel`` and carrying NVRTC's log and the source
-    when NVRTC refuses it. Safe to call from several threads at once.
-    """
-    return _compile(source, arch, include_dirs, kernel, ptx=False)
+    """Compiles ``source`` for ``arch`` (``"sm_90a"``) and returns the cubin (see
+    :func:`compile_to_cubin_and_ptx`)."""
+    return compile_to_cubin_and_ptx(source, arch, include_dirs=include_dirs, kernel=kernel)[0]
 
 
-def compile_to_ptx(
+def compile_to_cubin_and_ptx(
     source: str,
     arch: str,
     *,
     include_dirs: tuple[Path, ...] = (),
     kernel: str | None = None,
-) -> str:
-    """The PTX of ``source`` for the virtual architecture of ``arch`` (``"sm_90a"`` gives
-    ``compute_90a``'s), as :func:`compile_to_cubin` compiles it; no GPU is needed."""
-    virtual = arch.replace("sm_", "compute_", 1)
-    ptx = _compile(source, virtual, include_dirs, kernel, ptx=True)
-    return ptx.rstrip(b"\0").decode()
+) -> tuple[bytes, bytes]:
+    """Compiles ``source`` for ``arch`` (``"sm_90a"``): the cubin, and the PTX NVRTC made it
+    from (which a driver can compile for a newer GPU, when ``arch`` has no ``a`` suffix).
 
-
-def _compile(
-    source: str, arch: str, include_dirs: tuple[Path, ...], kernel: str | None, ptx: bool
-) -> bytes:
+    Raises :class:`CompilationError` naming ``kernel`` and carrying NVRTC's log and the source
+    when NVRTC refuses it. Safe to call from several threads at once.
+    """
     nvrtc = nvrtc_module()
+    check_version()
     (program,) = _checked(
         nvrtc.nvrtcCreateProgram(source.encode(), b"kernel.cu", 0, [], []), "program creation"
     )
@@ -125,17 +187,28 @@ def _compile(
                 log=log,
                 source=source,
             )
-        if ptx:
-            (size,) = _checked(nvrtc.nvrtcGetPTXSize(program), "PTX size")
-            text = bytes(size)
-            _checked(nvrtc.nvrtcGetPTX(program, text), "PTX copy")
-            return text
         (size,) = _checked(nvrtc.nvrtcGetCUBINSize(program), "cubin size")
         cubin = bytes(size)
         _checked(nvrtc.nvrtcGetCUBIN(program, cubin), "cubin copy")
-        return cubin
+        (size,) = _checked(nvrtc.nvrtcGetPTXSize(program), "PTX size")
+        ptx = bytes(size)
+        _checked(nvrtc.nvrtcGetPTX(program, ptx), "PTX copy")
+        return cubin, ptx.rstrip(b"\0")
     finally:
         nvrtc.nvrtcDestroyProgram(program)
+
+
+def compile_to_ptx(
+    source: str,
+    arch: str,
+    *,
+    include_dirs: tuple[Path, ...] = (),
+    kernel: str | None = None,
+) -> str:
+    """The PTX NVRTC makes of ``source`` for ``arch`` on the way to its cubin (see
+    :func:`compile_to_cubin_and_ptx`); no GPU is needed."""
+    _, ptx = compile_to_cubin_and_ptx(source, arch, include_dirs=include_dirs, kernel=kernel)
+    return ptx.decode()
 
 
 def _program_log(program: object) -> str:

@@ -15,6 +15,7 @@ from cubejit.backends.cuda.coarsening import FACTOR, NO_ALIAS, _coarsenable, coa
 from cubejit.backends.cuda.compiler import CudaCompiler
 from cubejit.backends.cuda.dialect import cuda_source
 from cubejit.backends.cuda.nvrtc import half_include_dir
+from cubejit.backends.cuda.target import packed, unpacked
 from cubejit.compile.id import ArtifactId
 from cubejit.errors import UnsupportedError
 from cubejit.ir.traits import Access, Exit, Group, Traits
@@ -166,7 +167,8 @@ def test_nvrtc_compiles_the_no_alias_form_of_every_kernel_that_has_one(
     for artifact in artifacts:
         assert artifact.cubin.startswith(ELF_MAGIC) and ENTRY_POINT.encode() in artifact.cubin
         assert artifact.coarsening == FACTOR
-        assert CudaArtifact.from_stored(artifact.cubin, artifact.metadata()) == artifact
+        assert artifact.ptx.startswith(b"//") and b".entry cubejit_kernel" in artifact.ptx
+    assert unpacked(*packed(artifact)) == artifact
     assert [(p.name, p.written) for p in artifacts[1].params] == [
         ("x", False),
         ("y", False),

@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 import cubejit as cj
-from cubejit.backends.cuda.artifact import CudaArtifact
 from cubejit.backends.cuda.buffer import CudaBuffer
 from cubejit.backends.cuda.compiler import CudaCompiler
 from cubejit.backends.cuda.dialect import cuda_source
 from cubejit.backends.cuda.driver import ARCHITECTURAL_LIMITS
 from cubejit.backends.cuda.launch import Launcher, launch_code, layout_key
+from cubejit.backends.cuda.target import packed, unpacked
 from cubejit.compile.id import ArtifactId
 from cubejit.errors import LaunchError
 from cubejit.runtime.layout import kernel_slots
@@ -84,8 +84,7 @@ def test_nvrtc_compiles_each_contiguity_of_a_tensor_kernel(mask: int) -> None:
     artifact = compiler.finalize(aid, lowered)
     assert [s.describe() for s in artifact.params] == ["f32", *["Tensor[f32, 2]"] * 3]
     assert [s.written for s in artifact.params] == [False, False, False, True]
-    again = CudaArtifact.from_stored(artifact.cubin, artifact.metadata())
-    assert again == artifact
+    assert unpacked(*packed(artifact)) == artifact
     assert artifact.metadata()["params"][:2] == [
         ["a", "f32", False, False],
         ["x", "f32", "tensor", False, 2],

@@ -1,0 +1,173 @@
+"""One copy per artifact: kernels that lower to one text share its bytes in the store, values
+are compressed, and environments written before records existed are read as they were.
+
+Real kernels on the CPU backend, a real SQLite file; compiles counted by
+:data:`~cubejit.backends.cpu.compiler_runs`.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import zlib
+from contextlib import closing
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import cubejit as cj
+from cubejit import environment
+from cubejit.backends.cpu import CpuClient, CpuTarget, compiler_runs
+from cubejit.compile import BatchRecord, add_record_sink, remove_record_sink
+from cubejit.environment.artifacts import ID_PREFIX, SOURCE_KEY, SOURCE_PREFIX
+from cubejit.environment.manager import ENVIRONMENTS
+from cubejit.environment.value import decode, encode
+
+N = 333
+CUBE = 32
+KERNELS = 8
+
+
+@cj.kernel
+def scaled(x: cj.Array[cj.f32], out: cj.Array[cj.f32], tag: cj.Comptime[int]):
+    i = cj.ABSOLUTE_POS
+    if i < out.len():
+        out[i] = x[i] * 3.0 - 1.0
+
+
+def launch_all(client: CpuClient, tags: range, kernel: cj.Kernel = scaled) -> None:
+    rng = np.random.default_rng(7)
+    for tag in tags:
+        kernel.prepare(client, CUBE, tag=tag)
+    client.compile_queued()
+    for tag in tags:
+        x = rng.random(N, dtype=np.float32)
+        out = client.empty(N, cj.f32)
+        kernel.launch(client, cj.cdiv(N, CUBE), CUBE, client.to_device(x), out, tag=tag)
+        np.testing.assert_allclose(out.array, x * np.float32(3.0) - np.float32(1.0), rtol=1e-6)
+
+
+def rows(database: Path) -> list[tuple[bytes, bytes]]:
+    with closing(sqlite3.connect(database)) as db:
+        return [
+            (bytes(k), bytes(v))
+            for k, v in db.execute("SELECT key, value FROM entries WHERE namespace LIKE 'cpu/%'")
+        ]
+
+
+@pytest.fixture
+def outcomes() -> list[str]:
+    seen: list[str] = []
+
+    def sink(batch: BatchRecord) -> None:
+        seen.extend(str(k.outcome) for k in batch.kernels)
+
+    add_record_sink(sink)
+    yield seen
+    remove_record_sink(sink)
+
+
+def test_kernels_with_one_source_keep_its_bytes_once_and_compressed(root: Path) -> None:
+    launch_all(CpuClient(target=CpuTarget()), range(KERNELS))
+    entries = rows(environment.path())
+    sources = [(k, v) for k, v in entries if k.startswith(SOURCE_PREFIX)]
+    records = [(k, v) for k, v in entries if k.startswith(ID_PREFIX)]
+    assert len(sources) == 1 and len(records) == KERNELS
+    ((_, copy),) = sources
+    assert all(decode(v).payload == b"" for _, v in records)
+    assert all(decode(v).header[SOURCE_KEY] == sources[0][0].decode() for _, v in records)
+    library = decode(copy).payload
+    assert library.startswith(b"\x7fELF")
+    assert len(copy) < len(library), "the shared object is stored compressed"
+    total = sum(len(v) for _, v in entries)
+    record_bytes = sum(len(v) for _, v in records)
+    assert total - record_bytes <= 1.1 * len(copy), "the bytes are stored once"
+    assert record_bytes / KERNELS < 2048, "a kernel's own entry is a small record"
+
+
+def test_a_second_process_loads_every_kernel_of_one_source_from_its_one_copy(
+    root: Path, outcomes: list[str]
+) -> None:
+    launch_all(CpuClient(target=CpuTarget()), range(KERNELS))
+    ENVIRONMENTS.reset()
+    before = compiler_runs.count
+    fresh = cj.kernel(scaled.fn)
+    launch_all(CpuClient(target=CpuTarget()), range(KERNELS), fresh)
+    assert compiler_runs.count == before
+    assert outcomes[-KERNELS:] == ["loaded"] * KERNELS
+    specs = [fresh.specialize(CUBE, tag=tag) for tag in range(KERNELS)]
+    assert all(spec._ir is None for spec in specs), "a warm first launch translates nothing"
+
+
+def test_an_environment_of_the_old_layout_with_bytes_under_each_id_is_read(
+    root: Path, outcomes: list[str]
+) -> None:
+    launch_all(CpuClient(target=CpuTarget()), range(2))
+    database = environment.path()
+    ENVIRONMENTS.reset()
+    with closing(sqlite3.connect(database)) as db, db:
+        stored = {bytes(k): bytes(v) for k, v in db.execute("SELECT key, value FROM entries")}
+        (source_key,) = [k for k in stored if k.startswith(SOURCE_PREFIX)]
+        full = decode(stored[source_key])
+        for key, value in stored.items():
+            if key.startswith(ID_PREFIX):
+                header = {**decode(value).header, **full.header}
+                del header[SOURCE_KEY]
+                db.execute(
+                    "UPDATE entries SET value = ? WHERE key = ?",
+                    (old_format(full.payload, header), key),
+                )
+        db.execute("DELETE FROM entries WHERE key = ?", (source_key,))
+    before = compiler_runs.count
+    launch_all(CpuClient(target=CpuTarget()), range(2))
+    assert compiler_runs.count == before
+    assert outcomes[-2:] == ["loaded", "loaded"]
+
+
+def old_format(payload: bytes, header: dict[str, object]) -> bytes:
+    """A value as format 1 wrote it: the payload as it is, whatever its size."""
+    import hashlib
+    import json
+    import struct
+
+    text = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
+    body = struct.pack("<4sHIQ", b"CJV1", 1, len(text), len(payload)) + text + payload
+    return body + hashlib.sha256(body).digest()
+
+
+def test_a_value_that_does_not_shrink_is_kept_uncompressed_and_one_that_does_is_not() -> None:
+    noise = np.random.default_rng(3).bytes(4096)
+    assert decode(encode(noise, {})).payload == noise
+    assert len(encode(noise, {})) > len(noise)
+    text = b"cubejit " * 512
+    value = encode(text, {"a": 1})
+    assert len(value) < len(zlib.compress(text)) + 200
+    assert decode(value).payload == text and decode(value).header == {"a": 1}
+
+
+def test_a_stored_artifact_that_decodes_but_cannot_be_loaded_is_dropped_and_compiled_once(
+    root: Path, outcomes: list[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING)
+    launch_all(CpuClient(target=CpuTarget()), range(1))
+    database = environment.path()
+    ENVIRONMENTS.reset()
+    with closing(sqlite3.connect(database)) as db, db:
+        ((key, value),) = db.execute(
+            "SELECT key, value FROM entries WHERE key >= ? AND key < ?", (SOURCE_PREFIX, b"sourcf")
+        )
+        intact = decode(bytes(value))
+        db.execute(
+            "UPDATE entries SET value = ? WHERE key = ?",
+            (encode(b"not a shared object", {**intact.header}), key),
+        )
+    before = compiler_runs.count
+    launch_all(CpuClient(target=CpuTarget()), range(1))
+    assert compiler_runs.count == before + 1
+    ENVIRONMENTS.reset()
+    launch_all(CpuClient(target=CpuTarget()), range(1))
+    assert compiler_runs.count == before + 1, "the fresh compile replaced the bad entry"
+    assert outcomes == ["compiled", "compiled", "loaded"]
+    dropped = [r for r in caplog.records if "cannot be loaded" in r.getMessage()]
+    assert len(dropped) == 1, "one warning, in the run that found it"

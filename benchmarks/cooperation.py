@@ -1,8 +1,9 @@
 """Cooperation beside its peers: a cube-wide sum and a privatised histogram, on the CPU and CUDA.
 
-- Sum of ``2**28`` f32: each cube sums its run of ``CUBE_DIM * R * U`` elements (units read
-  ``U`` elements a round, ``R`` rounds), its planes reduce with ``plane_sum``, their first lanes
-  meet in shared memory, and one atomic per cube adds the cube's total. Against ``numpy.sum``
+- Sum of ``2**28`` f32, read as a tensor of rows of ``CUBE_DIM``: each cube sums ``R * U``
+  rows (each unit its column, ``U`` rows a round, ``R`` rounds), its planes reduce with
+  ``plane_sum``, their first lanes meet in shared memory, and one atomic per cube adds the
+  cube's total. Against ``numpy.sum``
   on the CPU and ``torch.sum`` on CUDA, as bandwidth.
 - A 256-bin histogram of ``2**28`` u32, counted in shared memory (atomics there) and added to
   the global bins once per cube. Against ``numpy.bincount`` and ``torch.bincount``.
@@ -33,24 +34,28 @@ BINS = 256
 
 @cj.kernel
 def cube_sum(
-    x: cj.Array[cj.f32], out: cj.Array[cj.Atomic[cj.f32]], R: cj.Comptime[int], U: cj.Comptime[int]
+    x: cj.Tensor[cj.f32, 2],
+    out: cj.Array[cj.Atomic[cj.f32]],
+    R: cj.Comptime[int],
+    U: cj.Comptime[int],
 ):
+    """``x`` as rows of ``CUBE_DIM`` elements: cube ``c`` sums rows ``c * R * U`` onwards, unit
+    ``u`` column ``u``, ``U`` rows a round for ``R`` rounds."""
     partial = cj.SharedMemory[cj.f32](cj.CUBE_DIM // cj.PLANE_DIM + 1)
     u = cj.UNIT_POS
-    n = x.len()
-    run = cj.CUBE_DIM * R * U
-    base = cj.CUBE_POS * run
+    rows = x.shape(0)
+    first = cj.CUBE_POS * (R * U)
     acc = 0.0
-    if base + run <= n:
+    if first + R * U <= rows:
         for r in range(R):
             for k in cj.unroll(range(U)):
-                acc += x[base + (cj.u32(r) * U + k) * cj.CUBE_DIM + u]
+                acc += x[first + cj.u32(r) * U + k, u]
     else:
         for r in range(R):
             for k in cj.unroll(range(U)):
-                i = base + (cj.u32(r) * U + k) * cj.CUBE_DIM + u
-                if i < n:
-                    acc += x[i]
+                row = first + cj.u32(r) * U + k
+                if row < rows:
+                    acc += x[row, u]
     total = cj.plane_sum(acc)
     if cj.UNIT_POS_PLANE == 0:
         partial[u // cj.PLANE_DIM] = total
@@ -134,13 +139,14 @@ def cpu_rows(n: int, repeat: int) -> list[Row]:
     values = rng.integers(0, BINS, n, dtype=np.uint32)
     out = np.zeros(1, np.float32)
     r, u = s["sum"]
-    sum_cubes = cj.cdiv(n, dim * r * u)
+    rows = x.reshape(-1, dim)
+    sum_cubes = cj.cdiv(n // dim, r * u)
     serial_cubes = cj.cdiv(n, s["serial"])
     bins = np.zeros(BINS, np.uint32)
     hist_cubes = cj.cdiv(n, dim * s["hist"])
 
     def cj_sum() -> None:
-        cube_sum.launch(client, sum_cubes, dim, x, out, R=r, U=u)
+        cube_sum.launch(client, sum_cubes, dim, rows, out, R=r, U=u)
 
     def cj_serial() -> None:
         serial_sum.launch(client, serial_cubes, 1, x, out, C=s["serial"])
@@ -203,18 +209,18 @@ def cuda_rows(n: int, repeat: int) -> list[Row]:
     rng = np.random.default_rng(0)
     host_x = rng.random(n, dtype=np.float32)
     host_values = rng.integers(0, BINS, n, dtype=np.uint32)
-    x = client.to_device(host_x)
     values = client.to_device(host_values)
     out = client.to_device(np.zeros(1, np.float32))
     bins = client.to_device(np.zeros(BINS, np.uint32))
     tx = torch.from_numpy(host_x).cuda()
     tv = torch.from_numpy(host_values.astype(np.int32)).cuda()
     r, u = s["sum"]
-    sum_cubes = cj.cdiv(n, dim * r * u)
+    rows = tx.reshape(-1, dim)
+    sum_cubes = cj.cdiv(n // dim, r * u)
     hist_cubes = cj.cdiv(n, dim * s["hist"])
 
     def cj_sum() -> None:
-        cube_sum.launch(client, sum_cubes, dim, x, out, R=r, U=u)
+        cube_sum.launch(client, sum_cubes, dim, rows, out, R=r, U=u)
 
     def cj_hist() -> None:
         histogram.launch(client, hist_cubes, dim, values, bins, R=s["hist"])

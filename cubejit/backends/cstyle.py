@@ -28,7 +28,18 @@ from cubejit.backends.inspection import c_string, literal_text, print_format, wi
 from cubejit.errors import UnsupportedError
 from cubejit.ir import nodes as ir
 from cubejit.ir.traversal import walk_exprs
-from cubejit.ir.types import ArrayType, Kind, Scalar, f32, f64, i64, round_float, u32, u64
+from cubejit.ir.types import (
+    ArrayType,
+    Kind,
+    Scalar,
+    TensorType,
+    f32,
+    f64,
+    i64,
+    round_float,
+    u32,
+    u64,
+)
 from cubejit.ir.types import bool_ as bool_t
 from cubejit.ir.values import Item
 
@@ -414,7 +425,7 @@ class Walker:
             if b.name == array:
                 return b.elem
         for p in self.kernel.params:
-            if p.name == array and isinstance(p.type, ArrayType):
+            if p.name == array and isinstance(p.type, ArrayType | TensorType):
                 return p.type.elem
         raise KeyError(array)
 

@@ -20,6 +20,7 @@ from cubejit.ir import nodes as ir
 from cubejit.ir.capabilities import Capabilities
 from cubejit.ir.printer import print_expr
 from cubejit.ir.traversal import walk_stmts
+from cubejit.ir.types import ArrayType, TensorType
 from cubejit.ir.uniformity import Uniform, Uniformity, analyse
 
 _COLLECTIVES = (ir.SyncCube, ir.SyncPlane, ir.PlaneOp)
@@ -105,7 +106,11 @@ def check_cooperation(
             f"it asks for {total} bytes of shared memory per cube ({sizes}); this device "
             f"gives a cube at most {capabilities.shared_memory_per_cube} bytes"
         )
-    atomic_types = {p.type.elem.name for p in kernel.arrays() if p.type.atomic}  # type: ignore[union-attr]
+    atomic_types = {
+        p.type.elem.name
+        for p in kernel.params
+        if isinstance(p.type, ArrayType | TensorType) and p.type.atomic
+    }
     atomic_types |= {b.elem.name for b in kernel.allocations if b.atomic}
     for name in sorted(atomic_types - capabilities.atomics):
         fail(f"it uses cj.Atomic[{name}], and this target has no atomics on {name}")

@@ -92,14 +92,19 @@ class TensorType:
     rank: int | None = None
     """The number of dimensions, at least 1; ``None`` in a signature whose rank each launch's
     argument decides (a kernel's IR always has a rank)."""
+    atomic: bool = False
+    """Whether the elements are ``cj.Atomic[elem]``; at launch such a tensor takes a buffer of
+    ``elem``."""
 
     def __str__(self) -> str:
         rank = "" if self.rank is None else f", {self.rank}"
-        return f"Tensor[{self.elem.name}{rank}]"
+        elem = f"Atomic[{self.elem.name}]" if self.atomic else self.elem.name
+        return f"Tensor[{elem}{rank}]"
 
     def __repr__(self) -> str:
         rank = "" if self.rank is None else f", {self.rank}"
-        return f"cj.Tensor[cj.{self.elem.name}{rank}]"
+        elem = f"cj.Atomic[cj.{self.elem.name}]" if self.atomic else f"cj.{self.elem.name}"
+        return f"cj.Tensor[{elem}{rank}]"
 
 
 BufferType = ArrayType | TensorType

@@ -417,7 +417,7 @@ class _Checker:
 
 
 def _is_atomic(t: BufferType) -> bool:
-    return isinstance(t, ArrayType) and t.atomic
+    return t.atomic
 
 
 def _brief(stmt: object) -> str:

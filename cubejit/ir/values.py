@@ -97,7 +97,12 @@ def declared(kernel: KernelIR) -> Mapping[str, Value]:
             )
         elif isinstance(t, TensorType):
             values[param.name] = Value(
-                param.name, ValueKind.GLOBAL_BUFFER, Item(t.elem), MemorySpace.GLOBAL, t.rank or 1
+                param.name,
+                ValueKind.GLOBAL_BUFFER,
+                Item(t.elem),
+                MemorySpace.GLOBAL,
+                t.rank or 1,
+                t.atomic,
             )
         else:
             assert_never(t)

@@ -36,14 +36,19 @@ class Tensor:
     taken from the argument at launch; ``cj.Tensor[T, rank]`` fixes the rank."""
 
     def __class_getitem__(cls, params: object) -> TensorType:
+        from cubejit.lang.cooperation import AtomicType
+
         elem, rank = params if isinstance(params, tuple) and len(params) == 2 else (params, None)
+        atomic = isinstance(elem, AtomicType)
+        if atomic:
+            elem = elem.elem  # type: ignore[union-attr]
         if not isinstance(elem, Scalar):
             raise TypeError(f"cj.Tensor[...] takes a scalar type such as cj.f32, not {elem!r}")
         if rank is not None and (not isinstance(rank, builtins.int) or isinstance(rank, bool)):
             raise TypeError(f"the rank of cj.Tensor[T, rank] is an int, not {rank!r}")
         if rank is not None and rank < 1:
             raise TypeError(f"a tensor has rank 1 or more, not {rank}")
-        return TensorType(elem, rank)
+        return TensorType(elem, rank, atomic)
 
 
 COMPTIME_KINDS = (builtins.int, builtins.bool, builtins.float)

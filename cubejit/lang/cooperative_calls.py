@@ -36,9 +36,9 @@ from cubejit.ir.nodes import (
     SyncPlane,
     Var,
 )
-from cubejit.ir.types import ArrayType, bool_, u32
+from cubejit.ir.types import ArrayType, TensorType, bool_, u32
 from cubejit.lang.cooperation import AtomicType, BufferMaker, Collective, sync_cube
-from cubejit.lang.expressions import ExpressionRules
+from cubejit.lang.expressions import ExpressionRules, tensor_index_nodes
 from cubejit.lang.signature import resolve
 from cubejit.lang.source import Problem, Spelling
 from cubejit.lang.values import ArrayRef, Literal, PyObject, Scalarish, Value, coerce, typed
@@ -105,8 +105,8 @@ class CooperationRules(ExpressionRules):
             and isinstance(func.value.value, ast.Name | ast.Attribute)
         ):
             base = self.expr(func.value.value)
-            if isinstance(base, ArrayRef) and isinstance(base.type, ArrayType) and base.type.atomic:
-                return self.atomic_call(base, func.value.slice, func.attr, node)
+            if isinstance(base, ArrayRef) and base.type.atomic:
+                return self.atomic_call(base, func.value, func.attr, node)
             return None
         if isinstance(func, ast.Subscript):
             maker = resolve(self.frame.source, func)
@@ -135,7 +135,7 @@ class CooperationRules(ExpressionRules):
         return ArrayRef(name, ArrayType(elem, atomic), size)
 
     def atomic_call(
-        self, ref: ArrayRef, index_node: ast.expr, method: str, node: ast.Call
+        self, ref: ArrayRef, element: ast.Subscript, method: str, node: ast.Call
     ) -> Value:
         text = Spelling(node)
         elem = ref.type.elem
@@ -147,8 +147,15 @@ class CooperationRules(ExpressionRules):
             raise Problem(f"`.{method}` takes integers; this atomic holds {elem}, in `{text}`")
         if node.keywords or len(node.args) != op.operands:
             raise Problem(f"`.{method}` takes {op.operands} positional value(s), in `{text}`")
-        index, *values = self.operands([index_node, *node.args])
-        index = self.check_index(index, index_node)
+        index: Expr
+        if isinstance(ref.type, TensorType):
+            nodes = tensor_index_nodes(ref, element)
+            evaluated = self.operands([*nodes, *node.args])
+            values = evaluated[len(nodes) :]
+            index = self.tensor_index(ref, nodes, evaluated[: len(nodes)])
+        else:
+            first, *values = self.operands([element.slice, *node.args])
+            index = self.check_index(first, element.slice)
         args = tuple(coerce(v, elem, f"the value of `.{method}`") for v in values)
         result = None if op is AtomicOp.STORE else self.declare("old", elem)
         self.emit(Atomic(op, ref.name, index, args, result, self.where(node)))

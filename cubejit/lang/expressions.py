@@ -279,6 +279,11 @@ class ExpressionRules(Builder):
                 f"only arrays and tensors can be indexed; `{ast.unparse(node.value)}` is not one",
                 unsupported=isinstance(array, PyObject),
             )
+        if array.type.atomic:
+            raise Problem(
+                f"`{ast.unparse(node.value)}` holds atomics; read an element with "
+                f"`{ast.unparse(node)}.load()`"
+            )
         if isinstance(array.type, TensorType):
             nodes = tensor_index_nodes(array, node)
             return Load(
@@ -292,11 +297,6 @@ class ExpressionRules(Builder):
                 "arrays are one-dimensional and indexed one element at a time: "
                 "`a[i]`; compute a flat index for 2-D data",
                 unsupported=True,
-            )
-        if array.type.atomic:
-            raise Problem(
-                f"`{ast.unparse(node.value)}` holds atomics; read an element with "
-                f"`{ast.unparse(node)}.load()`"
             )
         return Load(array.name, self.index(node.slice), array.type.elem, self.where(node))
 

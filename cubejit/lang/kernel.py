@@ -67,7 +67,7 @@ class KernelSpec:
         self.signature: list[tuple[str, ParamAnnotation]] = [
             (
                 n,
-                TensorType(t.elem, self.ranks[n])
+                TensorType(t.elem, self.ranks[n], t.atomic)
                 if isinstance(t, TensorType) and n in self.ranks
                 else t,
             )

@@ -184,6 +184,14 @@ class StatementRules(JumpRules, CallRules):
                         f"is not one"
                     ),
                 )
+            if array.type.atomic:
+                raise self.error(
+                    target,
+                    Problem(
+                        f"`{ast.unparse(target.value)}` holds atomics; write an element with "
+                        f"`{ast.unparse(target)}.store(v)`"
+                    ),
+                )
             if isinstance(array.type, TensorType):
                 try:
                     nodes = tensor_index_nodes(array, target)

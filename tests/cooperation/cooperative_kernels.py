@@ -112,6 +112,15 @@ def histogram_shared(
 
 
 @cj.kernel
+def histogram_2d(x: cj.Tensor[cj.u32, 2], bins: cj.Tensor[cj.Atomic[cj.u32], 2]):
+    """Each row of ``x`` counted into its own row of ``bins``, atomics on a tensor."""
+    r = cj.ABSOLUTE_POS_Y
+    c = cj.ABSOLUTE_POS_X
+    if r < x.shape(0) and c < x.shape(1):
+        bins[r, x[r, c] % bins.shape(1)].fetch_add(1)
+
+
+@cj.kernel
 def tickets(counter: cj.Array[cj.Atomic[cj.u32]], out: cj.Array[cj.u32]):
     """Each unit takes a ticket: the value the counter held before its increment."""
     i = cj.ABSOLUTE_POS

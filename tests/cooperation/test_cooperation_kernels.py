@@ -10,6 +10,7 @@ from cooperation_devices import Device
 from cooperative_kernels import (
     cas_counter,
     every_atomic,
+    histogram_2d,
     histogram_global,
     histogram_shared,
     plane_sum_reduction,
@@ -87,6 +88,16 @@ def test_a_histogram_privatised_in_shared_memory_counts_every_element(
     cubes = cj.cdiv(n, 96 * per_unit)
     histogram_shared.launch(device.client, cubes, 96, device.put(x), out, B=bins, P=per_unit)
     np.testing.assert_array_equal(device.get(out), np.bincount(x % bins, minlength=bins))
+
+
+def test_atomics_on_a_tensor_count_each_row_into_its_own_row_of_bins(device: Device) -> None:
+    rows, cols, width = 7, 1001, 33
+    x = RNG.integers(0, 2**32, (rows, cols), dtype=np.uint32)
+    bins = device.put(np.zeros((rows, width), np.uint32))
+    grid = (cj.cdiv(cols, 64), rows)
+    histogram_2d.launch(device.client, grid, (64, 1), device.put(x), bins)
+    want = np.stack([np.bincount(row % width, minlength=width) for row in x])
+    np.testing.assert_array_equal(device.get(bins).reshape(rows, width), want)
 
 
 def test_fetch_add_gives_every_unit_a_different_ticket(device: Device) -> None:

@@ -1,5 +1,8 @@
 """cubejit's CPU backend beside numpy and Numba: saxpy, a fused chain, 2-D tensors, launches.
 
+The lined rows (``cj lined``) run the same saxpy and chain on ``cj.Line[cj.f32]`` arrays, one
+line of 4 lanes (16 bytes) per unit.
+
 Prints one table: the median time of each contender and its ratio to numpy (above 1 means
 faster than numpy). Numba's ``@njit(parallel=True)`` joins when it is installed. The 2-D cases
 run ``out = a * x + y`` on square tensors of as many elements as the 1-D saxpy, ``x`` contiguous
@@ -44,6 +47,31 @@ def touch(x: cj.Array[cj.f32]):
     i = cj.ABSOLUTE_POS
     if i < x.len():
         x[i] = x[i] + 1.0
+
+
+@cj.kernel
+def lined_saxpy(
+    a: cj.f32,
+    x: cj.Array[cj.Line[cj.f32]],
+    y: cj.Array[cj.Line[cj.f32]],
+    out: cj.Array[cj.Line[cj.f32]],
+):
+    i = cj.ABSOLUTE_POS
+    if i < out.len():
+        out[i] = a * x[i] + y[i]
+
+
+@cj.kernel
+def lined_tanh_chain(
+    a: cj.f32,
+    x: cj.Array[cj.Line[cj.f32]],
+    y: cj.Array[cj.Line[cj.f32]],
+    z: cj.Array[cj.Line[cj.f32]],
+    out: cj.Array[cj.Line[cj.f32]],
+):
+    i = cj.ABSOLUTE_POS
+    if i < out.len():
+        out[i] = cj.tanh(a * x[i] + y[i]) * z[i]
 
 
 CHECKED = "cj checked"
@@ -111,6 +139,14 @@ def main() -> None:
     def cj_chain() -> None:
         tanh_chain.launch(client, cubes, 256, a, x, y, z, out)
 
+    line_cubes = cj.cdiv(n // 4, 256)
+
+    def cj_lined_saxpy() -> None:
+        lined_saxpy.launch(client, line_cubes, 256, a, x, y, out)
+
+    def cj_lined_chain() -> None:
+        lined_tanh_chain.launch(client, line_cubes, 256, a, x, y, z, out)
+
     cj_saxpy_checked()
     np.testing.assert_allclose(out, a * x + y, rtol=1e-6)
     out[...] = 0.0
@@ -118,15 +154,23 @@ def main() -> None:
     np.testing.assert_allclose(out, a * x + y, rtol=1e-6)
     cj_chain()
     np.testing.assert_allclose(out, np.tanh(a * x + y) * z, rtol=1e-5, atol=1e-6)
+    out[:] = 0
+    cj_lined_saxpy()
+    np.testing.assert_allclose(out, a * x + y, rtol=1e-6)
+    out[:] = 0
+    cj_lined_chain()
+    np.testing.assert_allclose(out, np.tanh(a * x + y) * z, rtol=1e-5, atol=1e-6)
     jitted = numba_versions()
     saxpy_runs: dict[str, Callable[[], object]] = {
         "numpy": lambda: a * x + y,
         "cubejit": cj_saxpy,
         CHECKED: cj_saxpy_checked,
+        "cj lined": cj_lined_saxpy,
     }
     chain_runs: dict[str, Callable[[], object]] = {
         "numpy": lambda: np.tanh(a * x + y) * z,
         "cubejit": cj_chain,
+        "cj lined": cj_lined_chain,
     }
     side = 2 ** (options.size_log2 // 2)
     grid = client.empty((side, side), cj.f32).array
@@ -191,6 +235,12 @@ def main() -> None:
         ratio = f"{baseline[case] / seconds:.2f}x" if case in baseline else ""
         print(f"{case:<22}{who:<11}{shown:>12}{ratio:>10}")
     ours = {case: seconds for case, who, seconds in rows if who == "cubejit"}
+    lined = {case: seconds for case, who, seconds in rows if who == "cj lined"}
+    print(
+        f"lined tanh chain against the unlined one: {ours['chain'] / lined['chain']:.2f}x, "
+        f"against numpy: {baseline['chain'] / lined['chain']:.2f}x "
+        f"(targets: >= 1.00x and >= 2.00x)"
+    )
     print(
         f"2-D contiguous ({side}x{side}) against the 1-D saxpy: "
         f"{ours['saxpy'] / ours['2-D contiguous']:.2f}x (1.00 = as fast)"

@@ -30,6 +30,10 @@ It measures, and prints as one table with ratios:
   bounds-checked saxpy (a client with ``check_bounds=True``, which reads its record after each
   launch, so each launch waits for the one before) runs beside the unchecked one.
 
+- **lines**: saxpy on 2**28 ``cj.Line[cj.f32]`` and ``cj.Line[cj.f16]`` elements written
+  naturally (one line per unit: the launch chooses 4 lanes of f32 or 8 of f16, 16 bytes each),
+  bytes moved per second against a device-to-device copy in the same run, beside Triton's
+  vector add (``out = x + y``, 1024 elements per program) on the same sizes.
 - **warm start**: a fresh process's phases beside CuPy's, every kernel stored (see
   ``benchmarks/warm_start_cuda.py``): ``import``, client or device set-up, the first launch,
   the whole process to the first result, 100 distinct stored kernels, the cold first launch.
@@ -477,6 +481,127 @@ def compile_rows(kernels: int, steps: int) -> list[Row]:
     ]
 
 
+def lines_bandwidth() -> dict[str, float]:
+    from cuda.bindings import driver
+
+    import cubejit as cj
+
+    @cj.kernel
+    def lined_saxpy(
+        a: cj.f32,
+        x: cj.Array[cj.Line[cj.f32]],
+        y: cj.Array[cj.Line[cj.f32]],
+        out: cj.Array[cj.Line[cj.f32]],
+    ):
+        i = cj.ABSOLUTE_POS
+        if i < out.len():
+            out[i] = a * x[i] + y[i]
+
+    @cj.kernel
+    def lined_half_saxpy(
+        a: cj.f16,
+        x: cj.Array[cj.Line[cj.f16]],
+        y: cj.Array[cj.Line[cj.f16]],
+        out: cj.Array[cj.Line[cj.f16]],
+    ):
+        i = cj.ABSOLUTE_POS
+        if i < out.len():
+            out[i] = a * x[i] + y[i]
+
+    client = cj.client("cuda")
+    n = 1 << 28
+    stream = driver.CUstream(client.stream_handle)
+    _, start = driver.cuEventCreate(0)
+    _, end = driver.cuEventCreate(0)
+
+    def timed(run: Callable[[], Any], reps: int = 10) -> float:
+        run()
+        client.sync()
+        driver.cuEventRecord(start, stream)
+        for _ in range(reps):
+            run()
+        driver.cuEventRecord(end, stream)
+        driver.cuEventSynchronize(end)
+        _, ms = driver.cuEventElapsedTime(start, end)
+        return ms / 1e3 / reps
+
+    rates: dict[str, float] = {}
+    for name, kernel, dtype, lanes in (
+        ("f32", lined_saxpy, np.float32, 4),
+        ("f16", lined_half_saxpy, np.float16, 8),
+    ):
+        host = np.random.rand(n).astype(dtype)
+        x, y = client.to_device(host), client.to_device(host)
+        out = client.empty(n, cj.f32 if dtype is np.float32 else cj.f16)
+        count = n // lanes // 256
+        seconds = timed(
+            lambda k=kernel, x=x, y=y, o=out, c=count: k.launch(client, c, 256, 2.0, x, y, o)
+        )
+        check = client.read(out)[-1000:].astype(np.float32)
+        assert np.allclose(check, 3 * host[-1000:].astype(np.float32), rtol=1e-2)
+        item = np.dtype(dtype).itemsize
+        rates[f"lined {name} saxpy"] = 3 * item * n / seconds
+        size = item * n
+        copy_s = timed(lambda o=out, x=x, b=size: driver.cuMemcpyDtoDAsync(o.ptr, x.ptr, b, stream))
+        rates[f"{name} device-to-device copy"] = 2 * item * n / copy_s
+        del x, y, out
+    rates.update(triton_vector_add(n))
+    return rates
+
+
+def triton_vector_add(n: int) -> dict[str, float]:
+    """Triton's vector add (its tutorial's kernel) on ``n`` f32 and f16 elements, bytes per
+    second timed with CUDA events on PyTorch's stream; empty without Triton."""
+    try:
+        import torch
+        import triton
+        import triton.language as tl
+    except ImportError:
+        return {}
+
+    @triton.jit
+    def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offsets < n
+        tl.store(
+            out_ptr + offsets, tl.load(x_ptr + offsets, mask) + tl.load(y_ptr + offsets, mask), mask
+        )
+
+    rates = {}
+    for name, dtype in (("f32", torch.float32), ("f16", torch.float16)):
+        x = torch.rand(n, device="cuda", dtype=dtype)
+        y, out = torch.rand_like(x), torch.empty_like(x)
+        grid = (triton.cdiv(n, 1024),)
+        add[grid](x, y, out, n, BLOCK=1024)
+        torch.cuda.synchronize()
+        begin, finish = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        begin.record()
+        for _ in range(10):
+            add[grid](x, y, out, n, BLOCK=1024)
+        finish.record()
+        finish.synchronize()
+        seconds = begin.elapsed_time(finish) / 1e3 / 10
+        rates[f"Triton {name} vector add"] = 3 * x.element_size() * n / seconds
+        del x, y, out
+    return rates
+
+
+def lines_rows() -> list[Row]:
+    rates = lines_bandwidth()
+    rows: list[Row] = []
+    for name in ("f32", "f16"):
+        copy = rates[f"{name} device-to-device copy"]
+        ours = rates[f"lined {name} saxpy"]
+        triton = rates.get(f"Triton {name} vector add")
+        ratio = f"{ours / copy:.1%} of copy (target >= 95%)"
+        if triton is not None:
+            ratio += f"; Triton add {triton / copy:.1%}"
+        peer = show(triton, "GB/s", 1e-9) if triton is not None else "n/a"
+        rows.append((f"2**28 {name} lined saxpy", show(ours, "GB/s", 1e-9), "", peer, ratio))
+        rows.append((f"2**28 {name} device-to-device copy", show(copy, "GB/s", 1e-9), "", "", ""))
+    return rows
+
+
 def bandwidth_rows() -> list[Row]:
     rates = bandwidth()
     copy = rates.pop("device-to-device copy")
@@ -507,7 +632,7 @@ def main() -> None:
     parser.add_argument("--launches", type=int, default=20_000)
     parser.add_argument("--kernels", type=int, default=32)
     parser.add_argument("--steps", type=int, default=24, help="unrolled steps of a heavy kernel")
-    sections = ("first", "warm", "launch", "compile", "bandwidth")
+    sections = ("first", "warm", "launch", "compile", "bandwidth", "lines")
     parser.add_argument("--skip", nargs="*", default=(), choices=sections)
     parser.add_argument("--only", nargs="*", default=sections, choices=sections)
     options = parser.parse_args()
@@ -519,6 +644,7 @@ def main() -> None:
         "launch": lambda: launch_rows(options.launches),
         "compile": lambda: compile_rows(options.kernels, options.steps),
         "bandwidth": bandwidth_rows,
+        "lines": lines_rows,
     }
     rows: list[Row] = []
     for name in sections:

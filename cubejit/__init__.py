@@ -25,6 +25,7 @@ from cubejit.errors import (
 )
 from cubejit.lang import Kernel, KernelSpec
 from cubejit.runtime import client
+from cubejit.runtime.lines import lined
 from cubejit.tune import Tunable, Tuner, anchor
 
 if TYPE_CHECKING:
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
         Array,
         Atomic,
         Comptime,
+        Line,
         LocalArray,
         SharedMemory,
         Tensor,
@@ -90,6 +92,7 @@ if TYPE_CHECKING:
         isinf,
         isnan,
         kernel,
+        line,
         log,
         log2,
         max,
@@ -134,6 +137,7 @@ else:
         Array,
         Atomic,
         Comptime,
+        Line,
         LocalArray,
         SharedMemory,
         Tensor,
@@ -160,6 +164,7 @@ else:
         isinf,
         isnan,
         kernel,
+        line,
         log,
         log2,
         max,
@@ -267,6 +272,7 @@ __all__ = [
     "KernelId",
     "KernelSpec",
     "LaunchError",
+    "Line",
     "LocalArray",
     "SharedMemory",
     "StoreError",
@@ -311,6 +317,8 @@ __all__ = [
     "isinf",
     "isnan",
     "kernel",
+    "line",
+    "lined",
     "log",
     "log2",
     "max",

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import assert_never
 
 from cubejit.backends.cstyle_helpers import helper_definitions
+from cubejit.backends.cstyle_lines import lane_access, line_widths, plan_run, struct_name
 from cubejit.backends.cstyle_ops import ARITH, COMPARE, FLOAT_MATH, WRAPPING
 from cubejit.backends.inspection import c_string, literal_text, print_format, widened
 from cubejit.errors import UnsupportedError
@@ -239,6 +240,20 @@ class Dialect:
             return f"(({code}) != 0)"
         return f"(({self.type_name(target)})({code}))"
 
+    whole_lines: bool = True
+    """Whether a line whose lanes are all read (or all written) moves as one aligned struct
+    (:mod:`~cubejit.backends.cstyle_lines`); otherwise its lanes stay adjacent scalar
+    accesses, for a compiler whose loop vectoriser sees through them."""
+
+    def line_struct(self, elem: Scalar, width: int) -> str:
+        """The definition of the struct one line of ``width`` lanes of ``elem`` is moved as,
+        aligned to its size so that it is one wide load or store."""
+        size = width * elem.itemsize
+        return (
+            f"typedef struct {{ {self.type_name(elem)} v[{width}]; }} "
+            f"__attribute__((aligned({size}))) {struct_name(elem, width)};"
+        )
+
     def bitcast(self, code: str, source: Scalar, target: Scalar) -> str | None:
         """The bits of ``code`` read as ``target`` (same width), or None where the walker should
         call its ``memcpy`` helper. Between integers it is the conversion, which keeps bits."""
@@ -315,6 +330,16 @@ class Walker:
         self.loops = 0
         self.open_loops = 0
         self.lines: list[str] = []
+        self.widths = line_widths(kernel) if dialect.whole_lines else {}
+        self.elems = {
+            p.name: p.type.elem
+            for p in kernel.params
+            if isinstance(p.type, ArrayType | TensorType) and p.name in self.widths
+        }
+        self.whole: dict[tuple[str, ir.Expr], str] = {}
+        """The local each line loaded whole is held in, while its run is emitted."""
+        self.structs: set[tuple[Scalar, int]] = set()
+        self.held = 0
 
     def emit(self, values: tuple[ir.Expr, ...]) -> Emitted:
         used = {e.which for e in walk_exprs(self.kernel.body) if isinstance(e, ir.PositionOf)}
@@ -335,14 +360,76 @@ class Walker:
 
     def helper_text(self) -> str:
         """The definitions of every helper the text written so far calls."""
-        return helper_definitions(sorted(self.helpers, key=_helper_key), self.d)
+        helpers = helper_definitions(sorted(self.helpers, key=_helper_key), self.d)
+        return with_line_structs(self.structs, helpers, self.d)
 
     def line(self, depth: int, text: str) -> None:
         self.lines.append(INDENT * depth + text)
 
     def block(self, stmts: tuple[ir.Stmt, ...], depth: int) -> None:
-        for stmt in stmts:
-            self.stmt(stmt, depth)
+        if not self.widths:
+            for stmt in stmts:
+                self.stmt(stmt, depth)
+            return
+        i = 0
+        while i < len(stmts):
+            j = i
+            while j < len(stmts) and isinstance(stmts[j], ir.Assign | ir.Store):
+                j += 1
+            if j == i:
+                self.stmt(stmts[i], depth)
+                i += 1
+            else:
+                self.straight(stmts[i:j], depth)
+                i = j
+
+    def straight(self, run: tuple[ir.Stmt, ...], depth: int) -> None:
+        """Assignments and stores, the lines they read whole loaded once each and the lines
+        they write whole stored once each (see :mod:`~cubejit.backends.cstyle_lines`)."""
+        plan = plan_run(run, self.widths)
+        position = 0
+        while position < len(run):
+            for array, first in plan.loads.get(position, ()):
+                self.load_line(array, first, depth)
+            span = plan.stores.get(position)
+            if span is None:
+                self.stmt(run[position], depth)
+                position += 1
+                continue
+            for later in range(position + 1, position + span):
+                for array, first in plan.loads.get(later, ()):
+                    self.load_line(array, first, depth)
+            self.store_line(run[position : position + span], depth)
+            position += span
+        self.whole.clear()
+
+    def line_pointer(self, array: str, first: ir.Expr) -> tuple[str, str]:
+        elem, width = self.elems[array], self.widths[array]
+        self.structs.add((elem, width))
+        name = struct_name(elem, width)
+        return name, f"(({name}*)(&{self.array(array)}[{self.expr(first)}]))"
+
+    def load_line(self, array: str, first: ir.Expr, depth: int) -> None:
+        name, pointer = self.line_pointer(array, first)
+        held = f"cj_line{self.held}"
+        self.held += 1
+        self.line(depth, f"const {name} {held} = *{pointer};")
+        self.whole[(array, first)] = held
+
+    def store_line(self, group: tuple[ir.Stmt, ...], depth: int) -> None:
+        lane0 = group[0]
+        assert isinstance(lane0, ir.Store)
+        access = lane_access(lane0, self.widths)
+        assert access is not None
+        name, pointer = self.line_pointer(access.array, access.first)
+        lanes = []
+        for s in group:
+            assert isinstance(s, ir.Store)
+            lanes.append(self.expr(s.value))
+        held = f"cj_line{self.held}"
+        self.held += 1
+        self.line(depth, f"{name} {held} = {{{{{', '.join(lanes)}}}}};")
+        self.line(depth, f"*{pointer} = {held};")
 
     def stmt(self, s: ir.Stmt, depth: int) -> None:
         if isinstance(s, ir.Assign):
@@ -509,6 +596,10 @@ class Walker:
         if isinstance(e, ir.TensorIndex):
             return self.tensor_index(e)
         if isinstance(e, ir.Load):
+            if self.whole:
+                access = lane_access(e, self.widths)
+                if access is not None and (access.array, access.first) in self.whole:
+                    return f"{self.whole[(access.array, access.first)]}.v[{access.lane}]"
             return f"{self.array(e.array)}[{self.expr(e.index)}]"
         if isinstance(e, ir.Unary):
             return self.unary(e)
@@ -615,6 +706,16 @@ class Walker:
         if e.fn in (ir.MathFn.MIN, ir.MathFn.MAX):
             return self.call(e.fn.value, t, args)
         raise UnsupportedError(f"{e.fn.value} takes floats, not {t.name}")
+
+
+def with_line_structs(structs: set[tuple[Scalar, int]], helpers: str, dialect: Dialect) -> str:
+    """``helpers`` preceded by the definitions of the line structs ``structs`` (element and
+    width) that a body moves whole lines as."""
+    ordered = sorted(structs, key=lambda s: (s[0].name, s[1]))
+    definitions = [dialect.line_struct(e, w) for e, w in ordered]
+    if not definitions:
+        return helpers
+    return "\n".join(definitions) + ("\n\n" + helpers if helpers else "")
 
 
 def _helper_key(helper: tuple[str, Scalar]) -> tuple[str, str]:

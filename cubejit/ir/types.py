@@ -70,16 +70,19 @@ class ArrayType:
     atomic: bool = False
     """Whether the elements are ``cj.Atomic[elem]`` (read and written by atomic operations
     only); at launch such an array takes a buffer of ``elem``."""
+    line: int | None = None
+    """``None`` for plain elements; for ``cj.Line[elem]`` the lanes per line, or
+    :data:`LINE_AT_LAUNCH` in a signature whose line size each launch chooses."""
 
     def __str__(self) -> str:
         if self.atomic:
             return f"Array[Atomic[{self.elem.name}]]"
-        return f"Array[{self.elem.name}]"
+        return f"Array[{line_spelling(self.elem, self.line)}]"
 
     def __repr__(self) -> str:
         if self.atomic:
             return f"cj.Array[cj.Atomic[cj.{self.elem.name}]]"
-        return f"cj.Array[cj.{self.elem.name}]"
+        return f"cj.Array[cj.{line_spelling(self.elem, self.line)}]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,16 +98,49 @@ class TensorType:
     atomic: bool = False
     """Whether the elements are ``cj.Atomic[elem]``; at launch such a tensor takes a buffer of
     ``elem``."""
+    line: int | None = None
+    """As :attr:`ArrayType.line`: the lanes of each line of its innermost dimension."""
 
     def __str__(self) -> str:
         rank = "" if self.rank is None else f", {self.rank}"
-        elem = f"Atomic[{self.elem.name}]" if self.atomic else self.elem.name
+        elem = f"Atomic[{self.elem.name}]" if self.atomic else line_spelling(self.elem, self.line)
         return f"Tensor[{elem}{rank}]"
 
     def __repr__(self) -> str:
         rank = "" if self.rank is None else f", {self.rank}"
-        elem = f"cj.Atomic[cj.{self.elem.name}]" if self.atomic else f"cj.{self.elem.name}"
-        return f"cj.Tensor[{elem}{rank}]"
+        if self.atomic:
+            return f"cj.Tensor[cj.Atomic[cj.{self.elem.name}]{rank}]"
+        return f"cj.Tensor[cj.{line_spelling(self.elem, self.line)}{rank}]"
+
+
+LINE_AT_LAUNCH = 0
+"""The line size of a ``cj.Line[T]`` parameter before a launch has chosen it."""
+
+LINE_SIZES = (8, 4, 2, 1)
+"""The lanes a line may have, widest first."""
+
+MAX_LINE_BYTES = 16
+"""The most bytes one line spans: one 16-byte load or store."""
+
+
+@dataclass(frozen=True, slots=True)
+class LineType:
+    """``cj.Line[T]`` (``width`` :data:`LINE_AT_LAUNCH`, chosen per argument at launch) or
+    ``cj.Line[T, n]``: an element made of lanes of the scalar ``elem``."""
+
+    elem: Scalar
+    width: int = LINE_AT_LAUNCH
+
+    def __str__(self) -> str:
+        return line_spelling(self.elem, self.width)
+
+
+def line_spelling(elem: Scalar, line: int | None) -> str:
+    """How a buffer's element reads in types and messages: ``f32``, ``Line[f32]`` (its size
+    still to choose) or ``Line[f32, 4]``."""
+    if line is None:
+        return elem.name
+    return f"Line[{elem.name}]" if line == LINE_AT_LAUNCH else f"Line[{elem.name}, {line}]"
 
 
 BufferType = ArrayType | TensorType

@@ -5,8 +5,8 @@ After CubeCL's ``Variable { kind, item }``: a pass asks a name's :class:`Value` 
 from which list declared it. Expressions name values (``Var``, ``Load``, ``Store``, ``Length``
 by name); :func:`declared` maps every name a kernel declares to its value.
 
-The item is the element type times a line width; the width is 1 until lines land, so today an
-item is its scalar.
+The item is the element type times a line width: a ``cj.Line[T]`` buffer's lines have the width
+its launch chose (the IR itself reads and writes them lane by lane).
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ class Item:
     elem: Scalar
     """The element type of each lane."""
     width: int = 1
-    """Lanes per element; 1 (a plain scalar) until lines land."""
+    """Lanes per element; 1 for a plain scalar."""
 
     def __str__(self) -> str:
         return self.elem.name if self.width == 1 else f"Line[{self.elem.name}, {self.width}]"
@@ -99,7 +99,7 @@ def declared(kernel: KernelIR) -> Mapping[str, Value]:
             values[param.name] = Value(
                 param.name,
                 ValueKind.GLOBAL_BUFFER,
-                Item(t.elem),
+                Item(t.elem, t.line or 1),
                 MemorySpace.GLOBAL,
                 t.rank or 1,
                 t.atomic,

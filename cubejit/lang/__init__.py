@@ -23,7 +23,7 @@ Where LANGUAGE.md leaves a choice, the language decides:
 
 from __future__ import annotations
 
-from cubejit.lang.annotations import Array, Comptime, Tensor
+from cubejit.lang.annotations import Array, Comptime, Line, Tensor
 from cubejit.lang.cooperation import (
     Atomic,
     LocalArray,
@@ -71,6 +71,7 @@ from cubejit.lang.intrinsics import (
     hypot,
     isinf,
     isnan,
+    line,
     log,
     log2,
     max,
@@ -94,6 +95,7 @@ __all__ = [
     "Function",
     "Kernel",
     "KernelSpec",
+    "Line",
     "LocalArray",
     "SharedMemory",
     "Tensor",
@@ -120,6 +122,7 @@ __all__ = [
     "isinf",
     "isnan",
     "kernel",
+    "line",
     "log",
     "log2",
     "max",

@@ -15,7 +15,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cubejit.ir.types import ArrayType, Scalar, TensorType, Type
+from cubejit.ir.types import (
+    LINE_AT_LAUNCH,
+    LINE_SIZES,
+    ArrayType,
+    LineType,
+    Scalar,
+    TensorType,
+    Type,
+)
 
 
 class Array:
@@ -26,6 +34,8 @@ class Array:
 
         if isinstance(elem, AtomicType):
             return ArrayType(elem.elem, atomic=True)
+        if isinstance(elem, LineType):
+            return ArrayType(elem.elem, line=elem.width)
         if not isinstance(elem, Scalar):
             raise TypeError(f"cj.Array[...] takes a scalar type such as cj.f32, not {elem!r}")
         return ArrayType(elem)
@@ -39,6 +49,10 @@ class Tensor:
         from cubejit.lang.cooperation import AtomicType
 
         elem, rank = params if isinstance(params, tuple) and len(params) == 2 else (params, None)
+        line: int | None = None
+        if isinstance(elem, LineType):
+            line = elem.width
+            elem = elem.elem
         atomic = isinstance(elem, AtomicType)
         if atomic:
             elem = elem.elem  # type: ignore[union-attr]
@@ -48,7 +62,24 @@ class Tensor:
             raise TypeError(f"the rank of cj.Tensor[T, rank] is an int, not {rank!r}")
         if rank is not None and rank < 1:
             raise TypeError(f"a tensor has rank 1 or more, not {rank}")
-        return TensorType(elem, rank, atomic)
+        return TensorType(elem, rank, atomic, line)
+
+
+class Line:
+    """``cj.Line[T]``: an element of lanes of the scalar ``T``, for arrays, tensors, shared
+    memory and local arrays. As a parameter's element its line size is chosen at each launch
+    (``cj.lined(x, n)`` forces it); ``cj.Line[T, n]`` fixes ``n`` lanes (shared memory and
+    local arrays need it)."""
+
+    def __class_getitem__(cls, params: object) -> LineType:
+        elem, width = (
+            params if isinstance(params, tuple) and len(params) == 2 else (params, LINE_AT_LAUNCH)
+        )
+        if not isinstance(elem, Scalar) or elem.name == "bool":
+            raise TypeError(f"cj.Line[...] takes a number type such as cj.f32, not {elem!r}")
+        if width != LINE_AT_LAUNCH and width not in LINE_SIZES:
+            raise TypeError(f"a line has {', '.join(map(str, LINE_SIZES))} lanes, not {width!r}")
+        return LineType(elem, width)
 
 
 COMPTIME_KINDS = (builtins.int, builtins.bool, builtins.float)

@@ -27,17 +27,28 @@ from cubejit.ir.nodes import (
     Stride,
     Var,
 )
-from cubejit.ir.types import ArrayType, Scalar, TensorType, bool_, f32, u32
+from cubejit.ir.types import LINE_SIZES, ArrayType, Scalar, TensorType, bool_, f32, u32
 from cubejit.lang import intrinsics
 from cubejit.lang.annotations import ComptimeType
 from cubejit.lang.cooperation import Collective
 from cubejit.lang.cooperative_calls import CooperationRules
 from cubejit.lang.frame import Binding, ConstBinding, Frame, LocalBinding
 from cubejit.lang.function import Function
+from cubejit.lang.lines import has_line, in_lines, lanewise
 from cubejit.lang.operators import bitcast, cast, fold_binary, math_call
 from cubejit.lang.signature import annotation_of
 from cubejit.lang.source import Problem, Spelling
-from cubejit.lang.values import ArrayRef, Literal, PyObject, Scalarish, Value, coerce, unify
+from cubejit.lang.values import (
+    ArrayRef,
+    LineValue,
+    Literal,
+    PyObject,
+    Scalarish,
+    Value,
+    coerce,
+    contains_load,
+    unify,
+)
 
 _INSTEAD = {
     builtins.int: "cj.i32(x) (or another integer type)",
@@ -50,7 +61,7 @@ _INSTEAD = {
 }
 
 
-_BUFFER_METHODS = frozenset(("len", "rank", "shape", "stride", "coordinate"))
+_BUFFER_METHODS = frozenset(("len", "rank", "shape", "stride", "coordinate", "line_size"))
 
 
 class CallRules(CooperationRules):
@@ -84,10 +95,18 @@ class CallRules(CooperationRules):
         if isinstance(obj, Scalar):
             if len(node.args) != 1:
                 raise Problem(f"a cast takes one value: `cj.{obj}(x)`, in `{text}`")
-            return cast(self.scalar(node.args[0]), obj, text)
+            value = self.expr(node.args[0])
+            if isinstance(value, LineValue):
+                return lanewise(lambda v: cast(v, obj, text), [value], text.quote())
+            return cast(self.as_scalar(value, node.args[0]), obj, text)
         marker = intrinsics.PYTHON_BUILTINS.get(obj, obj)  # type: ignore[call-overload]
         if isinstance(marker, intrinsics.MathMarker):
-            return math_call(marker, self.operands(node.args), text)
+            args = self.operands(node.args, lines=True)
+            if has_line(args):
+                return lanewise(lambda *a: math_call(marker, list(a), text), args, text.quote())
+            return math_call(marker, args, text)
+        if obj is intrinsics.line:
+            return self.line_of_copies(node, text)
         if obj is intrinsics.cdiv:
             return self.cdiv(node, text)
         if obj is intrinsics.isnan or obj is intrinsics.isinf:
@@ -160,13 +179,18 @@ class CallRules(CooperationRules):
         text = Spelling(node)
         if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
             raise Problem(f"`.{method}(...)` takes positional arguments only, in `{text}`")
-        arity = {"len": 0, "rank": 0, "shape": 1, "stride": 1, "coordinate": 2}[method]
+        arity = {"len": 0, "rank": 0, "shape": 1, "stride": 1, "coordinate": 2, "line_size": 0}
+        width = ref.type.line or 1
+        if method == "line_size":
+            if node.args:
+                raise Problem("`.line_size()` takes no arguments")
+            return Literal(width)
         if method == "len":
             if node.args:
                 raise Problem("`.len()` takes no arguments")
             if ref.length is not None:
                 return Literal(ref.length)
-            return Length(ref.name)
+            return in_lines(Length(ref.name), width)
         t = ref.type
         if not isinstance(t, TensorType) or t.rank is None:
             raise Problem(
@@ -174,8 +198,8 @@ class CallRules(CooperationRules):
                 f"has one method, `.len()` (annotate it cj.Tensor[...] for a strided view)",
                 unsupported=True,
             )
-        if len(node.args) != arity:
-            raise Problem(f"`.{method}()` takes {arity} argument(s), in `{text}`")
+        if len(node.args) != arity[method]:
+            raise Problem(f"`.{method}()` takes {arity[method]} argument(s), in `{text}`")
         if method == "rank":
             return Literal(t.rank)
         dim = self.scalar(node.args[-1])
@@ -191,21 +215,40 @@ class CallRules(CooperationRules):
         d = dim.value
         if not 0 <= d < t.rank:
             raise Problem(f"`{text}`: dimension {d} of a tensor of rank {t.rank}")
+        last = t.rank - 1
+
+        def shape(k: int) -> Expr:
+            return in_lines(Shape(ref.name, k), width if k == last else 1)
+
         if method == "shape":
-            return Shape(ref.name, d)
+            return shape(d)
         if method == "stride":
-            return Stride(ref.name, d)
+            return in_lines(Stride(ref.name, d), width if d != last else 1)
         index = coerce(self.scalar(node.args[0]), u32, f"the index of `{text}`")
         inner: Expr | None = None
         for k in range(d + 1, t.rank):
-            inner = (
-                Shape(ref.name, k)
-                if inner is None
-                else Binary(BinaryOp.MUL, inner, Shape(ref.name, k), u32)
-            )
+            inner = shape(k) if inner is None else Binary(BinaryOp.MUL, inner, shape(k), u32)
         if inner is not None:
             index = Binary(BinaryOp.FLOORDIV, index, inner, u32)
-        return Binary(BinaryOp.MOD, index, Shape(ref.name, d), u32)
+        return Binary(BinaryOp.MOD, index, shape(d), u32)
+
+    def line_of_copies(self, node: ast.Call, text: Spelling) -> LineValue:
+        """``cj.line(v, n)``: ``n`` (comptime) lanes, each the scalar ``v``."""
+        if len(node.args) != 2:
+            raise Problem(f"cj.line takes a scalar and a comptime lane count, in `{text}`")
+        value, count = self.operands(node.args)
+        if (
+            not isinstance(count, Literal)
+            or isinstance(count.value, bool)
+            or count.value not in LINE_SIZES
+        ):
+            raise Problem(
+                f"the lane count of `{text}` is a constant 8, 4, 2 or 1 (a literal, a comptime "
+                f"value or `x.line_size()`)"
+            )
+        if isinstance(value, Expr) and contains_load(value):
+            value = self.spill(value, "lane")
+        return LineValue((value,) * int(count.value))
 
     def float_test(self, nan: bool, node: ast.Call, text: Spelling) -> Scalarish:
         """``cj.isnan(x)`` (``x != x``) or ``cj.isinf(x)`` (``abs(x) == inf``), on a float."""
@@ -359,6 +402,12 @@ class CallRules(CooperationRules):
             raise Problem(
                 f"{what}: passing `{value.spelling}` is not supported; pass numbers, "
                 f"bools and arrays",
+                unsupported=True,
+            )
+        if isinstance(value, LineValue):
+            raise Problem(
+                f"{what}: passing a line to a @cj.function is not supported; pass the lined "
+                f"array and an index, or the lanes one by one",
                 unsupported=True,
             )
         if isinstance(annotated, Scalar):

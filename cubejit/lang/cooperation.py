@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cubejit.ir.nodes import BufferKind, PlaneFn
-from cubejit.ir.types import Scalar
+from cubejit.ir.types import LINE_AT_LAUNCH, LineType, Scalar
 
 ATOMIC_TYPES = frozenset(("i32", "u32", "i64", "u64", "f32", "f64"))
 """The element types ``cj.Atomic[T]`` takes."""
@@ -45,7 +45,7 @@ class BufferMaker:
     """``cj.SharedMemory[T]`` or ``cj.LocalArray[T]``, waiting for its size."""
 
     kind: BufferKind
-    elem: Scalar | AtomicType
+    elem: Scalar | AtomicType | LineType
 
     def __call__(self, size: int) -> Any:
         raise TypeError(f"{self} declares a buffer inside a kernel only")
@@ -69,8 +69,12 @@ class LocalArray:
         return BufferMaker(BufferKind.LOCAL, _element(elem, "LocalArray"))
 
 
-def _element(elem: object, name: str) -> Scalar | AtomicType:
-    if isinstance(elem, Scalar | AtomicType):
+def _element(elem: object, name: str) -> Scalar | AtomicType | LineType:
+    if isinstance(elem, LineType) and elem.width == LINE_AT_LAUNCH:
+        raise TypeError(
+            f"cj.{name}[cj.Line[T]] needs its lanes: cj.{name}[cj.Line[{elem.elem}, 4]]"
+        )
+    if isinstance(elem, Scalar | AtomicType | LineType):
         return elem
     raise TypeError(f"cj.{name}[...] takes a scalar type or cj.Atomic[T], not {elem!r}")
 

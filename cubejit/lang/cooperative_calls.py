@@ -36,7 +36,7 @@ from cubejit.ir.nodes import (
     SyncPlane,
     Var,
 )
-from cubejit.ir.types import ArrayType, TensorType, bool_, u32
+from cubejit.ir.types import ArrayType, LineType, TensorType, bool_, u32
 from cubejit.lang.cooperation import AtomicType, BufferMaker, Collective, sync_cube
 from cubejit.lang.expressions import ExpressionRules, tensor_index_nodes
 from cubejit.lang.signature import resolve
@@ -126,11 +126,15 @@ class CooperationRules(ExpressionRules):
             )
         if size < 1:
             raise Problem(f"`{text}` has {size} elements; a buffer needs at least one")
+        shared = maker.kind is BufferKind.SHARED
+        name = self.fresh(self.frame.prefix + ("shared" if shared else "local"))
+        if isinstance(maker.elem, LineType):
+            width = maker.elem.width
+            self.allocations.append(Buffer(name, maker.kind, maker.elem.elem, size * width, False))
+            return ArrayRef(name, ArrayType(maker.elem.elem, line=width), size)
         elem, atomic = (
             (maker.elem.elem, True) if isinstance(maker.elem, AtomicType) else (maker.elem, False)
         )
-        shared = maker.kind is BufferKind.SHARED
-        name = self.fresh(self.frame.prefix + ("shared" if shared else "local"))
         self.allocations.append(Buffer(name, maker.kind, elem, size, atomic))
         return ArrayRef(name, ArrayType(elem, atomic), size)
 

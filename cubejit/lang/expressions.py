@@ -36,12 +36,14 @@ from cubejit.ir.nodes import (
 from cubejit.ir.types import Kind, TensorType, bool_, i32
 from cubejit.lang import intrinsics
 from cubejit.lang.builder import Builder
-from cubejit.lang.frame import ConstBinding, LocalBinding
+from cubejit.lang.frame import ConstBinding, LineBinding, LocalBinding
+from cubejit.lang.lines import has_line, lane_index, lane_number, lanewise
 from cubejit.lang.operators import binary, unary
 from cubejit.lang.source import Problem, Spelling, is_missing
 from cubejit.lang.unsupported import kernel_sees
 from cubejit.lang.values import (
     ArrayRef,
+    LineValue,
     Literal,
     PyObject,
     Scalarish,
@@ -138,6 +140,14 @@ class ExpressionRules(Builder):
                     f"value; index it (`{ast.unparse(node)}[i]`)"
                 ),
             )
+        if isinstance(value, LineValue):
+            raise self.error(
+                node,
+                Problem(
+                    f"`{ast.unparse(node)}` is a line of {value.width} lanes where one value "
+                    f"is needed; read a lane (`v[0]`) or store it into a cj.Line buffer"
+                ),
+            )
         if isinstance(value, PyObject) and value.obj is None:
             raise self.error(node, Problem(f"`{value.spelling}` returns no value"))
         if isinstance(value, PyObject):
@@ -152,7 +162,11 @@ class ExpressionRules(Builder):
 
     def condition(self, node: ast.expr, what: str) -> Scalarish:
         """``node`` as a bool (a run-time one or a constant); ``what`` names the construct."""
-        value = self.scalar(node)
+        return self.as_condition(self.expr(node), node, what)
+
+    def as_condition(self, translated: Value, node: ast.expr, what: str) -> Scalarish:
+        """``translated``, the translation of ``node``, as a bool."""
+        value = self.as_scalar(translated, node)
         if isinstance(value, Literal):
             if isinstance(value.value, bool):
                 return value
@@ -168,17 +182,23 @@ class ExpressionRules(Builder):
         )
 
     def operands(
-        self, nodes: list[ast.expr], done: list[Scalarish] | None = None, arrays: bool = False
+        self,
+        nodes: list[ast.expr],
+        done: list[Any] | None = None,
+        arrays: bool = False,
+        lines: bool = False,
     ) -> list[Any]:
-        """``nodes`` as scalars (and arrays, if ``arrays``), translated left to right after the
-        values ``done``; an earlier operand that reads an array is saved before a later one
-        emits statements, as Python would have evaluated it first."""
+        """``nodes`` as scalars (and arrays, if ``arrays``; lines, if ``lines``), translated
+        left to right after the values ``done``; an earlier operand that reads an array is
+        saved before a later one emits statements, as Python would have evaluated it first."""
         values: list[Value] = list(done or ())
         ends: list[int] = [len(self.block)] * len(values)
         for node in nodes:
             start = len(self.block)
             value = self.expr(node)
-            if not (arrays and isinstance(value, ArrayRef)):
+            if not (arrays and isinstance(value, ArrayRef)) and not (
+                lines and isinstance(value, LineValue)
+            ):
                 value = self.as_scalar(value, node)
             if len(self.block) > start:
                 for i, earlier in enumerate(values):
@@ -213,6 +233,8 @@ class ExpressionRules(Builder):
                     f"assign `{node.id}` before the `if` or loop"
                 )
             return Var(binding.ir_name, binding.type)
+        if isinstance(binding, LineBinding):
+            return LineValue(tuple(Var(n, binding.type) for n in binding.ir_names))
         if isinstance(binding, ConstBinding):
             return binding.value
         if binding is not None:
@@ -231,6 +253,12 @@ class ExpressionRules(Builder):
             if not hasattr(base.obj, node.attr):
                 raise Problem(f"`{spelling}` does not exist")
             return self.python_object(getattr(base.obj, node.attr), spelling)
+        if isinstance(base, LineValue):
+            raise Problem(
+                f"`.{node.attr}` of `{ast.unparse(node.value)}`: a line is not atomic and has "
+                f"no methods; atomics take scalar elements (cj.Array[cj.Atomic[T]])",
+                unsupported=True,
+            )
         if isinstance(base, ArrayRef):
             raise Problem(
                 f"`.{node.attr}` of `{ast.unparse(node.value)}` is not supported; "
@@ -274,6 +302,11 @@ class ExpressionRules(Builder):
 
     def expr_Subscript(self, node: ast.Subscript) -> Value:
         array = self.expr(node.value)
+        if isinstance(array, LineValue):
+            k = lane_number(self.expr(node.slice), array, Spelling(node, quoted=True))
+            return array.lanes[k]
+        if isinstance(array, ArrayRef) and array.type.line is not None:
+            return self.line_load(array, node)
         if not isinstance(array, ArrayRef):
             raise Problem(
                 f"only arrays and tensors can be indexed; `{ast.unparse(node.value)}` is not one",
@@ -299,6 +332,34 @@ class ExpressionRules(Builder):
                 unsupported=True,
             )
         return Load(array.name, self.index(node.slice), array.type.elem, self.where(node))
+
+    def line_load(self, ref: ArrayRef, node: ast.Subscript) -> LineValue:
+        """``x[i]`` of a ``cj.Line[T]`` buffer: its line ``i``, one load per lane."""
+        width = ref.type.line or 1
+        elem = ref.type.elem
+        if isinstance(ref.type, TensorType):
+            nodes = tensor_index_nodes(ref, node)
+            indices = [
+                self.check_index(v, n) for v, n in zip(self.operands(nodes), nodes, strict=True)
+            ]
+            return LineValue(
+                tuple(
+                    Load(
+                        ref.name,
+                        TensorIndex(ref.name, (*indices[:-1], lane_index(indices[-1], width, k))),
+                        elem,
+                    )
+                    for k in range(width)
+                )
+            )
+        if isinstance(node.slice, ast.Slice | ast.Tuple):
+            raise Problem("a lined array is indexed one line at a time: `a[i]`", unsupported=True)
+        index = self.index(node.slice)
+        if width > 1 and contains_load(index):
+            index = self.spill(index, "index")
+        return LineValue(
+            tuple(Load(ref.name, lane_index(index, width, k), elem) for k in range(width))
+        )
 
     def tensor_index(
         self, tensor: ArrayRef, nodes: list[ast.expr], values: list[Scalarish]
@@ -340,11 +401,21 @@ class ExpressionRules(Builder):
             raise Problem(
                 f"the operator of `{ast.unparse(node)}` is not supported", unsupported=True
             )
-        lhs, rhs = self.operands([node.left, node.right])
-        return binary(op, lhs, rhs, Spelling(node))
+        lhs, rhs = self.operands([node.left, node.right], lines=True)
+        text = Spelling(node)
+        if has_line([lhs, rhs]):
+            return lanewise(lambda a, b: binary(op, a, b, text), [lhs, rhs], text.quote())
+        return binary(op, lhs, rhs, text)
 
     def expr_UnaryOp(self, node: ast.UnaryOp) -> Value:
-        operand = self.scalar(node.operand)
+        value = self.expr(node.operand)
+        if isinstance(value, LineValue):
+            if isinstance(node.op, ast.UAdd):
+                return value
+            text = Spelling(node)
+            op = UNARY_OPS[type(node.op)]
+            return lanewise(lambda a: unary(op, a, text), [value], text.quote())
+        operand = self.as_scalar(value, node.operand)
         if isinstance(node.op, ast.UAdd):
             return self._plus(operand, node)
         return unary(UNARY_OPS[type(node.op)], operand, Spelling(node))
@@ -367,6 +438,12 @@ class ExpressionRules(Builder):
                     f"compare values with == / != / < ...",
                     unsupported=True,
                 )
+        if len(node.ops) == 1:
+            lhs, rhs = self.operands([node.left, node.comparators[0]], lines=True)
+            if has_line([lhs, rhs]):
+                op = COMPARE_OPS[type(node.ops[0])]
+                return lanewise(lambda a, b: binary(op, a, b, text), [lhs, rhs], text.quote())
+            return binary(COMPARE_OPS[type(node.ops[0])], lhs, rhs, text)
         left = [self.scalar(node.left)]
 
         def link(op: BinaryOp, right_node: ast.expr) -> Scalarish:
@@ -411,7 +488,10 @@ class ExpressionRules(Builder):
         return held
 
     def expr_IfExp(self, node: ast.IfExp) -> Value:
-        cond = self.condition(node.test, "`x if cond else y`")
+        test = self.expr(node.test)
+        if isinstance(test, LineValue) or _is_line_choice(self, node):
+            return self.line_select(test, node)
+        cond = self.as_condition(test, node.test, "`x if cond else y`")
         if isinstance(cond, Literal):
             return self.scalar(node.body if cond.value else node.orelse)
         with self.capture() as then_stmts:
@@ -425,6 +505,40 @@ class ExpressionRules(Builder):
         then: tuple[Stmt, ...] = (*then_stmts, Assign(name, a))
         self.emit(If(cond, then, (*else_stmts, Assign(name, b))))
         return Var(name, a.type)
+
+    def line_select(self, test: Value, node: ast.IfExp) -> Value:
+        """``a if c else b`` where ``c`` or a branch is a line: lane by lane, both sides
+        computed (a line's lanes have no branch of their own)."""
+        text = Spelling(node, quoted=True)
+        if not isinstance(test, LineValue):
+            test = self.as_condition(test, node.test, "`x if cond else y`")
+        if_true, if_false = self.operands([node.body, node.orelse], lines=True)
+        if not isinstance(test, LineValue) and not has_line([if_true, if_false]):
+            x, y = unify([if_true, if_false], text)
+            return Select(coerce(test, bool_, "the condition"), x, y, x.type)
+
+        def choose(c: Scalarish, a: Scalarish, b: Scalarish) -> Scalarish:
+            cond = coerce(c, bool_, "the condition of `x if cond else y`")
+            x, y = unify([a, b], text)
+            return Select(cond, x, y, x.type)
+
+        return lanewise(choose, [test, if_true, if_false], text)
+
+
+def _is_line_choice(rules: ExpressionRules, node: ast.IfExp) -> bool:
+    """Whether a branch of ``node`` names a line (checked without translating it)."""
+    for branch in (node.body, node.orelse):
+        for name in ast.walk(branch):
+            if not isinstance(name, ast.Name):
+                continue
+            binding = rules.frame.env.get(name.id)
+            if isinstance(binding, LineBinding) or (
+                isinstance(binding, ArrayRef) and binding.type.line is not None
+            ):
+                return True
+            if name.id == "line":
+                return True
+    return False
 
 
 def captured_number(obj: object) -> bool | int | float | None:

@@ -34,7 +34,15 @@ class ConstBinding:
     origin: KindOf["comptime", "unroll", "value"]
 
 
-Binding = LocalBinding | ConstBinding | ArrayRef
+@dataclass(frozen=True, slots=True)
+class LineBinding:
+    """A name holding a line: one IR local per lane, ``ir_names[k]`` lane ``k``."""
+
+    ir_names: tuple[str, ...]
+    type: Scalar
+
+
+Binding = LocalBinding | ConstBinding | ArrayRef | LineBinding
 
 
 @dataclass(eq=False)

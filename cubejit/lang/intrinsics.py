@@ -108,3 +108,9 @@ def bitcast(value: Any, t: Any) -> Any:
     """``cj.bitcast(v, cj.u32)``: the bits of ``v`` read as a type of the same width. Inside a
     kernel only (outside one, numpy's ``view`` does it)."""
     raise TypeError("cj.bitcast works inside kernels; on the host use numpy's .view(dtype)")
+
+
+def line(value: Any, n: int) -> Any:
+    """``cj.line(v, n)``: a line of ``n`` (comptime) copies of the scalar ``v``. Inside a kernel
+    only."""
+    raise TypeError("cj.line works inside kernels; on the host use np.full(n, v)")

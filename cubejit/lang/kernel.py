@@ -10,6 +10,7 @@ too: a rank is part of the kernel, a shape never is).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -20,7 +21,7 @@ import numpy as np
 from cubejit.compile.id import KernelId
 from cubejit.errors import CompilationError, LaunchError, UnsupportedError
 from cubejit.ir.nodes import KernelIR, Param
-from cubejit.ir.types import ArrayType, Scalar, TensorType
+from cubejit.ir.types import LINE_AT_LAUNCH, LINE_SIZES, ArrayType, Scalar, TensorType
 from cubejit.ir.validate import validate
 from cubejit.lang.annotations import ComptimeType, ParamAnnotation
 from cubejit.lang.frontend import translate
@@ -28,6 +29,11 @@ from cubejit.lang.identity import source_digest
 from cubejit.lang.signature import kernel_parameters
 from cubejit.lang.source import Problem, PySource
 from cubejit.runtime.limits import as_dims
+from cubejit.runtime.lines import Lined, forced_size, line_size
+
+LINE_SIZES_KEYWORD = "line_sizes"
+"""The keyword ``specialize`` and ``prepare`` take the line size of each ``cj.Line[T]``
+parameter by (``line_sizes=dict(x=4)``); a launch chooses them from its arguments."""
 
 
 class KernelSpec:
@@ -47,6 +53,7 @@ class KernelSpec:
         "file",
         "kernel",
         "line",
+        "lines",
         "name",
         "params",
         "ranks",
@@ -59,19 +66,16 @@ class KernelSpec:
         cube_dim: tuple[int, int, int],
         comptime: dict[str, bool | int | float],
         ranks: dict[str, int] | None = None,
+        lines: dict[str, int] | None = None,
     ) -> None:
         self.kernel = kernel
         self.name = kernel.name
         self.ranks = ranks or {}
         """The rank of each tensor parameter whose annotation leaves it to the launch."""
+        self.lines = lines or {}
+        """The line size of each ``cj.Line[T]`` parameter, chosen at launch."""
         self.signature: list[tuple[str, ParamAnnotation]] = [
-            (
-                n,
-                TensorType(t.elem, self.ranks[n], t.atomic)
-                if isinstance(t, TensorType) and n in self.ranks
-                else t,
-            )
-            for n, t in kernel.signature
+            (n, self._specialised(n, t)) for n, t in kernel.signature
         ]
         self.params: tuple[Param, ...] = tuple(
             Param(n, t) for n, t in self.signature if isinstance(t, Scalar | ArrayType | TensorType)
@@ -83,6 +87,13 @@ class KernelSpec:
         self._id: KernelId | None = None
         self._ir: dict[int | None, KernelIR] = {}
         self._lock = threading.Lock()
+
+    def _specialised(self, name: str, t: ParamAnnotation) -> ParamAnnotation:
+        if isinstance(t, TensorType) and name in self.ranks:
+            t = dataclasses.replace(t, rank=self.ranks[name])
+        if isinstance(t, ArrayType | TensorType) and name in self.lines:
+            t = dataclasses.replace(t, line=self.lines[name])
+        return t
 
     def id(self) -> KernelId:
         """Name, a hash of the source (and every ``@cj.function`` reached), the argument
@@ -130,6 +141,8 @@ class KernelSpec:
     def __repr__(self) -> str:
         x, y, z = self.cube_dim
         extra = "".join(f", {k}={v!r}" for k, v in (*self.comptime.items(), *self.ranks.items()))
+        if self.lines:
+            extra += f", {LINE_SIZES_KEYWORD}={self.lines!r}"
         return f"<KernelSpec {self.name} cube_dim=({x}, {y}, {z}){extra}>"
 
 
@@ -187,6 +200,13 @@ class Kernel:
             if isinstance(p.type, TensorType) and p.type.rank is None
         )
         """``(position, name)`` of each tensor parameter whose rank its argument decides."""
+        self.free_lines: tuple[tuple[int, Param], ...] = tuple(
+            (i, p)
+            for i, p in enumerate(self.params)
+            if isinstance(p.type, ArrayType | TensorType) and p.type.line == LINE_AT_LAUNCH
+        )
+        """``(position, parameter)`` of each ``cj.Line[T]`` parameter, whose line size each
+        launch chooses from its argument."""
         self.comptime_params: dict[str, ComptimeType] = {
             n: t for n, t in self.signature if isinstance(t, ComptimeType)
         }
@@ -206,6 +226,18 @@ class Kernel:
     ) -> Any:
         """Runs ``cube_count`` cubes of ``cube_dim`` units with ``args`` (comptime values by
         keyword) on ``client``, through ``client.launch(spec, cube_count, args)``."""
+        if self.free_lines:
+            args, lines = self.line_sizes(args)
+            ranks = tuple(_rank_of(args[i]) if i < len(args) else 1 for i, _ in self.free_ranks)
+            key = (cube_dim, ranks, lines, *comptime.items())
+            try:
+                spec = self._specs[key]
+            except (KeyError, TypeError):
+                named = {name: r for (_, name), r in zip(self.free_ranks, ranks, strict=True)}
+                sizes = {p.name: n for (_, p), n in zip(self.free_lines, lines, strict=True)}
+                given = {**comptime, **named, LINE_SIZES_KEYWORD: sizes}
+                spec = self._specialize_key(cube_dim, given, key)
+            return client.launch(spec, cube_count, args)
         if self.free_ranks:
             ranks = tuple(_rank_of(args[i]) if i < len(args) else 1 for i, _ in self.free_ranks)
             key = (cube_dim, ranks, *comptime.items())
@@ -221,10 +253,27 @@ class Kernel:
             spec = self._specialize_key(cube_dim, comptime)
         return client.launch(spec, cube_count, args)
 
+    def line_sizes(self, args: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[int, ...]]:
+        """``args`` with each ``cj.lined`` unwrapped, and the line size of each ``cj.Line[T]``
+        parameter: the one forced, else the widest its argument allows."""
+        plain = list(args)
+        sizes = []
+        for i, p in self.free_lines:
+            assert isinstance(p.type, ArrayType | TensorType)
+            tensor = isinstance(p.type, TensorType)
+            arg = args[i] if i < len(args) else None
+            if isinstance(arg, Lined):
+                plain[i] = arg.arg
+                sizes.append(forced_size(self.name, p.name, arg, p.type.elem, tensor))
+            else:
+                sizes.append(line_size(arg, p.type.elem, tensor))
+        return tuple(plain), tuple(sizes)
+
     def specialize(self, cube_dim: Any, **comptime: Any) -> KernelSpec:
         """The :class:`KernelSpec` a launch with this ``cube_dim`` and comptime values uses; the
-        rank of each ``cj.Tensor[T]`` parameter is passed by keyword too (``x=2``)."""
-        if self.free_ranks:
+        rank of each ``cj.Tensor[T]`` parameter is passed by keyword too (``x=2``), and the
+        line size of each ``cj.Line[T]`` one as ``line_sizes=dict(x=4)``."""
+        if self.free_ranks or self.free_lines:
             return self._specialize_key(cube_dim, comptime)
         try:
             return self._specs[(cube_dim, *comptime.items()) if comptime else cube_dim]
@@ -239,13 +288,21 @@ class Kernel:
         self, cube_dim: Any, comptime: dict[str, Any], key: Any = None
     ) -> KernelSpec:
         dims = _cube_dim(cube_dim)
+        comptime = dict(comptime)
+        lines = self._lines(comptime.pop(LINE_SIZES_KEYWORD, None))
         ranks = self._ranks(comptime)
         values = self._comptime_values({k: v for k, v in comptime.items() if k not in ranks})
-        canonical = ("spec", dims, tuple(sorted(values.items())), tuple(sorted(ranks.items())))
+        canonical = (
+            "spec",
+            dims,
+            tuple(sorted(values.items())),
+            tuple(sorted(ranks.items())),
+            tuple(sorted(lines.items())),
+        )
         spec = self._specs.get(canonical)
         if spec is None:
-            spec = self._specs.setdefault(canonical, KernelSpec(self, dims, values, ranks))
-        if key is None and not self.free_ranks:
+            spec = self._specs.setdefault(canonical, KernelSpec(self, dims, values, ranks, lines))
+        if key is None and not self.free_ranks and not self.free_lines:
             key = (cube_dim, *comptime.items()) if comptime else cube_dim
         try:
             if key is not None:
@@ -253,6 +310,28 @@ class Kernel:
         except TypeError:
             pass
         return spec
+
+    def _lines(self, given: Any) -> dict[str, int]:
+        """The line sizes of the ``cj.Line[T]`` parameters, from ``given`` (name to size)."""
+        if not self.free_lines:
+            if given:
+                raise LaunchError(f"kernel {self.name} has no cj.Line[T] parameter to size")
+            return {}
+        names = [p.name for _, p in self.free_lines]
+        if not isinstance(given, dict) or any(n not in given for n in names):
+            raise LaunchError(
+                f"kernel {self.name} needs the line size of its cj.Line parameter(s) "
+                f"{', '.join(names)}, passed as {LINE_SIZES_KEYWORD}=dict({names[0]}=4)"
+            )
+        sizes = {}
+        for name in names:
+            n = given[name]
+            if isinstance(n, bool) or not isinstance(n, int | np.integer) or n not in LINE_SIZES:
+                raise LaunchError(
+                    f"kernel {self.name}: the line size of {name} is 8, 4, 2 or 1, not {n!r}"
+                )
+            sizes[name] = int(n)
+        return sizes
 
     def _ranks(self, given: dict[str, Any]) -> dict[str, int]:
         """The ranks of the tensor parameters whose annotation leaves them to the launch, from

@@ -29,12 +29,14 @@ from cubejit.ir.nodes import (
     Var,
     While,
 )
+from cubejit.ir.traversal import walk_expr
 from cubejit.ir.types import Scalar, TensorType, bool_
 from cubejit.lang.builder import Retranslate
 from cubejit.lang.calls import CallRules
 from cubejit.lang.expressions import BINARY_OPS, tensor_index_nodes
-from cubejit.lang.frame import ConstBinding, LocalBinding
+from cubejit.lang.frame import ConstBinding, LineBinding, LocalBinding
 from cubejit.lang.jumps import JumpRules
+from cubejit.lang.lines import has_line, lanewise
 from cubejit.lang.loops import JUMPED, RETURNED, meet
 from cubejit.lang.operators import binary
 from cubejit.lang.signature import annotation_of
@@ -42,6 +44,7 @@ from cubejit.lang.source import Problem, Spelling
 from cubejit.lang.unsupported import describe, unsupported_message
 from cubejit.lang.values import (
     ArrayRef,
+    LineValue,
     Literal,
     PyObject,
     Value,
@@ -118,7 +121,9 @@ class StatementRules(JumpRules, CallRules):
 
     def stmt_Assign(self, node: ast.Assign) -> None:
         value = self.expr(node.value)
-        if len(node.targets) > 1 and not isinstance(value, Literal | ArrayRef | PyObject):
+        if len(node.targets) > 1 and not isinstance(
+            value, Literal | ArrayRef | PyObject | LineValue
+        ):
             value = self.spill(value)
         for target in node.targets:
             self.assign(target, value)
@@ -146,15 +151,25 @@ class StatementRules(JumpRules, CallRules):
         text = Spelling(node)
         target = node.target
         if isinstance(target, ast.Name):
-            current = self.scalar(ast.copy_location(ast.Name(target.id, ast.Load()), target))
-            lhs, rhs = self.operands([node.value], done=[current])
+            current = self.expr(ast.copy_location(ast.Name(target.id, ast.Load()), target))
+            if not isinstance(current, LineValue):
+                current = self.as_scalar(current, target)
+            lhs, rhs = self.operands([node.value], done=[current], lines=True)
+            if has_line([lhs, rhs]):
+                combined = lanewise(lambda a, b: binary(op, a, b, text), [lhs, rhs], text.quote())
+                self.assign(target, combined)
+                return None
             self.assign(target, binary(op, lhs, rhs, text))
             return None
         if not isinstance(target, ast.Subscript):
             raise Problem(unsupported_message(target), unsupported=True)
-        load = self.expr(
-            ast.copy_location(ast.Subscript(target.value, target.slice, ast.Load()), target)
-        )
+        read = ast.copy_location(ast.Subscript(target.value, target.slice, ast.Load()), target)
+        load = self.expr(read)
+        if isinstance(load, LineValue):
+            lhs, rhs = self.operands([node.value], done=[load], lines=True)
+            combined = lanewise(lambda a, b: binary(op, a, b, text), [lhs, rhs], text.quote())
+            self.store_line(load, combined, target)
+            return None
         assert isinstance(load, Load)
         if isinstance(load.index, TensorIndex):
             indices = tuple(
@@ -192,6 +207,13 @@ class StatementRules(JumpRules, CallRules):
                         f"`{ast.unparse(target)}.store(v)`"
                     ),
                 )
+            if array.type.line is not None:
+                line = self.expr(
+                    ast.copy_location(ast.Subscript(target.value, target.slice, ast.Load()), target)
+                )
+                assert isinstance(line, LineValue)
+                self.store_line(line, value, target)
+                return
             if isinstance(array.type, TensorType):
                 try:
                     nodes = tensor_index_nodes(array, target)
@@ -241,6 +263,52 @@ class StatementRules(JumpRules, CallRules):
         except Problem as problem:
             raise self.error(target, problem) from None
 
+    def store_line(self, place: LineValue, value: Value, target: ast.Subscript) -> None:
+        """Stores ``value`` (a line of the same width, or a scalar for every lane) into the
+        line whose lanes ``place`` loads."""
+        if not isinstance(value, LineValue):
+            value = LineValue((self.as_scalar(value, target),) * place.width)
+        if value.width != place.width:
+            raise self.error(
+                target,
+                Problem(
+                    f"a line of {value.width} lanes is stored into `{ast.unparse(target)}`, a "
+                    f"line of {place.width}"
+                ),
+            )
+        what = f"a lane of `{ast.unparse(target.value)}`"
+        for p, v in zip(place.lanes, value.lanes, strict=True):
+            assert isinstance(p, Load)
+            self.emit(Store(p.array, p.index, coerce(v, p.type, what)))
+
+    def bind_line(self, name: str, value: LineValue, binding: object) -> None:
+        """``name = value`` for a line: one local per lane, made the first time."""
+        lanes = [typed(v) if isinstance(v, Literal) else v for v in value.lanes]
+        t = lanes[0].type
+        if isinstance(binding, LineBinding):
+            if binding.type != t or len(binding.ir_names) != value.width:
+                raise Problem(
+                    f"`{name}` is a line of {len(binding.ir_names)} {binding.type} lanes; the "
+                    f"value is a line of {value.width} {t}"
+                )
+            owned = set(binding.ir_names)
+            if value.width > 1 and any(
+                isinstance(e, Var) and e.name in owned for lane in lanes for e in walk_expr(lane)
+            ):
+                lanes = [self.spill(lane, "lane") for lane in lanes]
+            for ir_name, lane in zip(binding.ir_names, lanes, strict=True):
+                self.emit(Assign(ir_name, coerce(lane, t, f"a lane of `{name}`")))
+            return
+        if binding is not None:
+            raise Problem(f"`{name}` holds a scalar; a line cannot be assigned to it")
+        names = []
+        for k, lane in enumerate(lanes):
+            ir_name = self.fresh(f"{self.frame.prefix}{name}_lane{k}")
+            self.locals[ir_name] = t
+            self.emit(Assign(ir_name, coerce(lane, t, f"a lane of `{name}`")))
+            names.append(ir_name)
+        self.frame.env[name] = LineBinding(tuple(names), t)
+
     def bind_name(self, name: str, value: Value, node: ast.expr) -> None:
         """``name = value``: a new local the first time (typed by ``value``), else an
         assignment of the local's type."""
@@ -262,6 +330,13 @@ class StatementRules(JumpRules, CallRules):
                 "pass them to a @cj.function",
                 unsupported=True,
             )
+        if isinstance(value, LineValue) or isinstance(binding, LineBinding):
+            if not isinstance(value, LineValue):
+                raise Problem(f"`{name}` holds a line; assign it a line (`cj.line(v, n)`)")
+            if frame.defined is not None:
+                frame.defined.add(name)
+            self.bind_line(name, value, binding)
+            return
         scalar = self.as_scalar(value, node)
         if frame.defined is not None:
             frame.defined.add(name)

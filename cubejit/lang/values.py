@@ -7,6 +7,8 @@ An expression becomes one of:
   value, a ``cj.unroll`` index, or a constant folded from those. It takes the type of the other
   operand, or, alone, ``i32`` / ``f32`` / ``bool``;
 - an :class:`ArrayRef`, an array or tensor parameter (only indexed, measured or passed on);
+- a :class:`LineValue`, a line (an element of a ``cj.Line[T]`` buffer, or ``cj.line(v, n)``):
+  one value per lane, each computed lane by lane;
 - a :class:`PyObject`, a Python object the language gives a meaning to where it is used
   (``cj.f32`` when called, ``range`` in a ``for``, a ``@cj.function``, a module).
 """
@@ -82,9 +84,24 @@ class PyObject:
     spelling: str
 
 
-Value = Expr | Literal | ArrayRef | PyObject
 Scalarish = Expr | Literal
 """A value that is a single number or bool."""
+
+
+@dataclass(frozen=True, slots=True)
+class LineValue:
+    """A line: one scalar per lane, all of one type. The kernel's IR has no line values; a line
+    is translated lane by lane, its lanes adjacent elements of a buffer, which the C compiler
+    and NVRTC load and store as one vector."""
+
+    lanes: tuple[Scalarish, ...]
+
+    @property
+    def width(self) -> int:
+        return len(self.lanes)
+
+
+Value = Expr | Literal | ArrayRef | PyObject | LineValue
 
 
 class TypeMix(Problem):

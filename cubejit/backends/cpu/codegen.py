@@ -54,6 +54,7 @@ class CDialect(Dialect):
     position and whose first step was ``cj_first``: the unit's x is their difference.
     """
 
+    whole_lines = False
     type_names = {
         "bool": "bool",
         "i8": "int8_t",

@@ -32,7 +32,15 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 
-from cubejit.backends.cstyle import INDENT, Dialect, Walker, buffer_name, local_name, param_name
+from cubejit.backends.cstyle import (
+    INDENT,
+    Dialect,
+    Walker,
+    buffer_name,
+    local_name,
+    param_name,
+    with_line_structs,
+)
 from cubejit.backends.cstyle_helpers import helper_definitions
 from cubejit.ir import nodes as ir
 from cubejit.ir.traits import assignments, block_traits, own_traits
@@ -323,7 +331,7 @@ class _Emitter:
         helpers = helper_definitions(
             sorted(self.unit.helpers | self.cube.helpers, key=lambda h: (h[0], h[1].name)), d
         )
-        return helpers, self.lines
+        return with_line_structs(self.unit.structs | self.cube.structs, helpers, d), self.lines
 
     def line(self, depth: int, text: str) -> None:
         self.lines.append(INDENT * depth + text)

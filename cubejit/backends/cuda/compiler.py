@@ -159,7 +159,7 @@ class CudaCompiler:
             self.arch,
             lowered.params,
             lowered.coarsening,
-            dynamic_shared=lowered.dynamic_shared,
+            lowered.dynamic_shared,
             ptx=ptx,
         )
 

@@ -30,6 +30,7 @@ from cubejit.backends.cstyle import (
     shape_name,
     stride_name,
 )
+from cubejit.backends.cstyle_lines import struct_name
 from cubejit.backends.cuda import cooperation
 from cubejit.backends.cuda.artifact import ENTRY_POINT
 from cubejit.backends.cuda.coarsening import FACTOR, Coarsened, written_arrays
@@ -62,6 +63,14 @@ class CudaDialect(Dialect):
         "f64": "double",
     }
     helper_qualifier = "static __device__ __forceinline__"
+
+    def line_struct(self, elem: Scalar, width: int) -> str:
+        """CUDA's spelling of an aligned line, which NVRTC loads and stores as one vector
+        (``ld.global.v4.f32``): ``__align__`` on the struct itself."""
+        size = width * elem.itemsize
+        name = struct_name(elem, width)
+        return f"struct __align__({size}) {name} {{ {self.type_name(elem)} v[{width}]; }};"
+
     offset_type = u32
     plane_size = 32
 

@@ -22,11 +22,12 @@ V = TypeVar("V")
 _LENGTH = struct.Struct("<I")
 
 WORDS_LIMIT = 4096
-"""How many encodings of number-free values :func:`encode` keeps (see :data:`_words`)."""
+"""How many encodings of number-free values :func:`encode` keeps (see :data:`_words`); past
+it, they are forgotten and kept anew."""
 
 _words: dict[tuple[Any, ...], bytes] = {}
-"""The encoding of each tuple encoded in this process that holds no number: only ``None``,
-strings, bytes and such tuples. Two such values that compare equal have one encoding (a string
+"""The encoding of each tuple encoded in this process, inside another, that holds no number:
+only ``None``, strings, bytes and such tuples. Two such values that compare equal have one encoding (a string
 equals only a string), so a hit is exact; values with numbers are never kept, since ``1``,
 ``True`` and ``1.0`` compare equal and encode apart. Kernels of one source differing in their
 comptime values share the encoding of their source and types."""
@@ -67,6 +68,9 @@ def _known(value: tuple[Any, ...]) -> bool:
 
 def encode(value: Any) -> bytes:
     """A byte encoding of a canonical value: one value has one encoding, two values two."""
+    if type(value) is tuple:
+        parts = b"".join([_encode(v)[0] for v in value])
+        return b"L" + _LENGTH.pack(len(value)) + parts
     return _encode(value)[0]
 
 
@@ -83,7 +87,9 @@ def _encode(value: Any) -> tuple[bytes, bool]:
         parts = [_encode(v) for v in value]
         data = b"L" + _LENGTH.pack(len(value)) + b"".join(p for p, _ in parts)
         plain = all(q for _, q in parts)
-        if plain and len(_words) < WORDS_LIMIT:
+        if plain:
+            if len(_words) >= WORDS_LIMIT:
+                _words.clear()
             _words[value] = data
         return data, plain
     if value is None:

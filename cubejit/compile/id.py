@@ -28,9 +28,9 @@ it, they are forgotten and kept anew."""
 _words: dict[tuple[Any, ...], bytes] = {}
 """The encoding of each tuple encoded in this process, inside another, that holds no number:
 only ``None``, strings, bytes and such tuples. Two such values that compare equal have one
-encoding (a string equals only a string), so a hit is exact; values with numbers are never kept, since ``1``,
-``True`` and ``1.0`` compare equal and encode apart. Kernels of one source differing in their
-comptime values share the encoding of their source and types."""
+encoding (a string equals only a string), so a hit is exact; values with numbers are never
+kept, since ``1``, ``True`` and ``1.0`` compare equal and encode apart. Kernels of one source
+differing in their comptime values share the encoding of their source and types."""
 
 
 def canonical(value: Any) -> Any:

@@ -40,6 +40,9 @@ def _make(backend: str, device: int) -> Client:
 
         return CpuClient(device)
     if backend == "cuda":
+        from cubejit.backends import cuda_opening
+
+        cuda_opening.start(device)
         from cubejit.backends.cuda.client import CudaClient
 
         return CudaClient(device)

@@ -23,7 +23,7 @@ import re
 import sys
 from pathlib import Path
 
-from cubejit.errors import BackendUnavailableError, CompilationError
+from cubejit.errors import BackendUnavailableError, CompilationError, log_tail
 
 INSTALL_HINT = "pip install 'cubejit[cuda]'"
 """What a user without the CUDA packages runs; every message about them says it."""
@@ -182,7 +182,7 @@ def compile_to_cubin_and_ptx(
             log = _program_log(program)
             what = f"kernel {kernel}" if kernel else "a kernel"
             raise CompilationError(
-                f"NVRTC could not compile {what} for {arch}:\n{log}",
+                f"NVRTC could not compile {what} for {arch}:\n{log_tail(log)}",
                 kernel=kernel,
                 log=log,
                 source=source,
@@ -196,6 +196,19 @@ def compile_to_cubin_and_ptx(
         return cubin, ptx.rstrip(b"\0")
     finally:
         nvrtc.nvrtcDestroyProgram(program)
+
+
+def compile_to_ptx(
+    source: str,
+    arch: str,
+    *,
+    include_dirs: tuple[Path, ...] = (),
+    kernel: str | None = None,
+) -> str:
+    """The PTX NVRTC makes of ``source`` for ``arch`` on the way to its cubin (see
+    :func:`compile_to_cubin_and_ptx`); no GPU is needed."""
+    _, ptx = compile_to_cubin_and_ptx(source, arch, include_dirs=include_dirs, kernel=kernel)
+    return ptx.decode()
 
 
 def _program_log(program: object) -> str:

@@ -262,8 +262,14 @@ def test_a_row_guarded_tensor_kernel_has_a_coarsened_no_alias_form_nvrtc_compile
     assert artifact.coarsening == 4
 
 
-def test_a_coarsened_tensor_launch_checks_spans_for_overlap_and_picks_its_form() -> None:
+@pytest.mark.parametrize("generated", [False, True], ids=["generic", "generated"])
+def test_a_coarsened_tensor_launch_checks_spans_for_overlap_and_picks_its_form(
+    generated: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     slots = kernel_slots(ROWS.define())
+    monkeypatch.setattr(launch, "_codes", {})
+    if generated:
+        launch_code(layout_key(slots, 4))
     calls: list[tuple[Any, ...]] = []
     loads: list[Any] = []
 

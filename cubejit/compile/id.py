@@ -19,13 +19,32 @@ from typing import Any, Generic, TypeVar
 V = TypeVar("V")
 
 
+_LENGTH = struct.Struct("<I")
+
+WORDS_LIMIT = 4096
+"""How many encodings of number-free values :func:`encode` keeps (see :data:`_words`); past
+it, they are forgotten and kept anew."""
+
+_words: dict[tuple[Any, ...], bytes] = {}
+"""The encoding of each tuple encoded in this process, inside another, that holds no number:
+only ``None``, strings, bytes and such tuples. Two such values that compare equal have one
+encoding (a string equals only a string), so a hit is exact; values with numbers are never
+kept, since ``1``, ``True`` and ``1.0`` compare equal and encode apart. Kernels of one source
+differing in their comptime values share the encoding of their source and types."""
+
+
 def canonical(value: Any) -> Any:
     """``value`` as nested tuples of plain values, the form ids hold and hash.
 
     Accepts None, bool, int, float, str, bytes, and lists, tuples and dicts of them (dicts are
     sorted by key). Anything else has no stable meaning across processes and is refused.
     """
-    if value is None or isinstance(value, bool | int | float | str | bytes):
+    kind = type(value)
+    if kind is str or kind is int or value is None:
+        return value
+    if kind is tuple and _known(value):
+        return value
+    if isinstance(value, bool | int | float | str | bytes):
         return value
     if isinstance(value, list | tuple):
         return tuple(canonical(v) for v in value)
@@ -39,26 +58,60 @@ def canonical(value: Any) -> Any:
     )
 
 
+def _known(value: tuple[Any, ...]) -> bool:
+    """Whether ``value``'s encoding is kept (a tuple holding lists or dicts never is)."""
+    try:
+        return value in _words
+    except TypeError:
+        return False
+
+
 def encode(value: Any) -> bytes:
     """A byte encoding of a canonical value: one value has one encoding, two values two."""
+    if type(value) is tuple:
+        parts = b"".join([_encode(v)[0] for v in value])
+        return b"L" + _LENGTH.pack(len(value)) + parts
+    return _encode(value)[0]
+
+
+def _encode(value: Any) -> tuple[bytes, bool]:
+    """The encoding of ``value``, and whether it holds no number (so it may be kept)."""
+    kind = type(value)
+    if kind is str:
+        data = value.encode("utf-8")
+        return b"S" + _LENGTH.pack(len(data)) + data, True
+    if kind is tuple:
+        found = _words.get(value) if _known(value) else None
+        if found is not None:
+            return found, True
+        parts = [_encode(v) for v in value]
+        data = b"L" + _LENGTH.pack(len(value)) + b"".join(p for p, _ in parts)
+        plain = all(q for _, q in parts)
+        if plain:
+            if len(_words) >= WORDS_LIMIT:
+                _words.clear()
+            _words[value] = data
+        return data, plain
     if value is None:
-        return b"N"
+        return b"N", True
     if isinstance(value, bool):
-        return b"T" if value else b"F"
+        return (b"T" if value else b"F"), False
     if isinstance(value, int):
         text = str(value).encode()
-        return b"I" + struct.pack("<I", len(text)) + text
+        return b"I" + _LENGTH.pack(len(text)) + text, False
     if isinstance(value, float):
         if math.isnan(value):
-            return b"Dnan"
-        return b"D" + struct.pack("<d", value)
+            return b"Dnan", False
+        return b"D" + struct.pack("<d", value), False
     if isinstance(value, str):
         data = value.encode("utf-8")
-        return b"S" + struct.pack("<I", len(data)) + data
+        return b"S" + _LENGTH.pack(len(data)) + data, True
     if isinstance(value, bytes):
-        return b"B" + struct.pack("<I", len(value)) + value
+        return b"B" + _LENGTH.pack(len(value)) + value, True
     if isinstance(value, tuple):
-        return b"L" + struct.pack("<I", len(value)) + b"".join(encode(v) for v in value)
+        parts = [_encode(v) for v in value]
+        data = b"L" + _LENGTH.pack(len(value)) + b"".join(p for p, _ in parts)
+        return data, False
     raise TypeError(f"cannot encode {type(value).__name__}")
 
 

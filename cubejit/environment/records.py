@@ -177,12 +177,11 @@ class _Session:
     written: bool = False
     failed: bool = False
     stamp: int = 0
-    pending: deque[tuple[str, tuple[Any, ...], int]] = field(default_factory=deque)
+    pending: deque[tuple[BatchRecord, bool, int, int]] = field(default_factory=deque)
+    """Batches held back: each record, whether its text is kept, the first of its stamps and
+    its size in bytes. Rows are made of them only when the session is written, so a batch that
+    changed nothing costs no more than keeping its record."""
     pending_bytes: int = 0
-
-    def next_stamp(self) -> int:
-        self.stamp += 1
-        return self.stamp
 
 
 def _phases(recording: CompilationRecording) -> dict[str, dict[str, Any]]:
@@ -191,8 +190,44 @@ def _phases(recording: CompilationRecording) -> dict[str, dict[str, Any]]:
     }
 
 
-def _size(row: tuple[Any, ...]) -> int:
-    return 64 + sum(len(v) if isinstance(v, str) else 8 for v in row)
+def _rows(
+    session: str, batch: BatchRecord, keep_text: bool, first_stamp: int
+) -> list[tuple[str, tuple[Any, ...]]]:
+    """The rows of ``batch``: its compilations stamped from ``first_stamp`` on, then itself."""
+    batch_stamp = first_stamp + len(batch.kernels)
+    rows: list[tuple[str, tuple[Any, ...]]] = [
+        (
+            _INSERT_COMPILATION,
+            (
+                session,
+                stamp,
+                batch_stamp,
+                kernel.kernel,
+                kernel.name,
+                kernel.artifact,
+                kernel.variant,
+                kernel.outcome or "",
+                kernel.work_s,
+                json.dumps(_phases(kernel), sort_keys=True),
+                kernel.source_hash,
+                kernel.ir if keep_text else None,
+                kernel.source_text if keep_text else None,
+            ),
+        )
+        for stamp, kernel in enumerate(batch.kernels, first_stamp)
+    ]
+    rows.append((_INSERT_BATCH, (session, batch_stamp, *batch.totals())))
+    return rows
+
+
+def _batch_size(batch: BatchRecord, keep_text: bool) -> int:
+    """About the bytes the rows of ``batch`` take."""
+    size = 128
+    for kernel in batch.kernels:
+        size += 256 + len(kernel.kernel) + len(kernel.name) + len(kernel.variant)
+        if keep_text:
+            size += len(kernel.ir or "") + len(kernel.source_text or "")
+    return size
 
 
 @contextmanager
@@ -281,12 +316,12 @@ class RecordKeeper:
         keep_text = settings.record_level == "full"
         with self._lock:
             session = self._session(path)
-            rows = self._rows(session, batch, keep_text)
+            first_stamp = session.stamp + 1
+            session.stamp += len(batch.kernels) + 1
             if session.written:
-                self._write(path, session, rows)
+                self._write(path, session, _rows(session.id, batch, keep_text, first_stamp))
                 return
-            for row in rows:
-                self._hold(session, row)
+            self._hold(session, batch, keep_text, first_stamp)
             if batch.compiled or batch.rekeyed:
                 self._write_session(path, session, settings.keep_sessions)
 
@@ -297,47 +332,12 @@ class RecordKeeper:
             self._sessions[path] = session
         return session
 
-    def _rows(
-        self, session: _Session, batch: BatchRecord, keep_text: bool
-    ) -> list[tuple[str, tuple[Any, ...]]]:
-        rows: list[tuple[str, tuple[Any, ...]]] = []
-        stamps = [session.next_stamp() for _ in batch.kernels]
-        batch_stamp = session.next_stamp()
-        for stamp, kernel in zip(stamps, batch.kernels, strict=True):
-            rows.append(
-                (
-                    _INSERT_COMPILATION,
-                    (
-                        session.id,
-                        stamp,
-                        batch_stamp,
-                        kernel.kernel,
-                        kernel.name,
-                        kernel.artifact,
-                        kernel.variant,
-                        kernel.outcome or "",
-                        kernel.work_s,
-                        json.dumps(_phases(kernel), sort_keys=True),
-                        kernel.source_hash,
-                        kernel.ir if keep_text else None,
-                        kernel.source_text if keep_text else None,
-                    ),
-                )
-            )
-        rows.append(
-            (
-                _INSERT_BATCH,
-                (session.id, batch_stamp, *batch.totals()),
-            )
-        )
-        return rows
-
-    def _hold(self, session: _Session, row: tuple[str, tuple[Any, ...]]) -> None:
-        size = _size(row[1])
-        session.pending.append((*row, size))
+    def _hold(self, session: _Session, batch: BatchRecord, keep_text: bool, stamp: int) -> None:
+        size = _batch_size(batch, keep_text)
+        session.pending.append((batch, keep_text, stamp, size))
         session.pending_bytes += size
         while session.pending_bytes > PENDING_LIMIT and session.pending:
-            session.pending_bytes -= session.pending.popleft()[2]
+            session.pending_bytes -= session.pending.popleft()[3]
 
     def _write_session(self, path: Path, session: _Session, keep: int | None) -> None:
         rows: list[tuple[str, tuple[Any, ...]]] = [
@@ -354,7 +354,8 @@ class RecordKeeper:
                 ),
             )
         ]
-        rows += [(statement, values) for statement, values, _ in session.pending]
+        for batch, keep_text, stamp, _ in session.pending:
+            rows += _rows(session.id, batch, keep_text, stamp)
         session.pending.clear()
         session.pending_bytes = 0
         session.written = self._write(path, session, rows, keep=keep)

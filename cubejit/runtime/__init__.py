@@ -47,6 +47,9 @@ def _make(backend: str, device: int, check_bounds: bool) -> Client:
 
         return CpuClient(device, check_bounds=check_bounds)
     if backend == "cuda":
+        from cubejit.backends import cuda_opening
+
+        cuda_opening.start(device)
         from cubejit.backends.cuda.client import CudaClient
 
         return CudaClient(device, check_bounds=check_bounds)

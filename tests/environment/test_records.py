@@ -70,6 +70,27 @@ def test_a_session_that_only_loads_writes_nothing(database: Path) -> None:
     assert records.read("compilations", database) == []
 
 
+def test_a_batch_that_only_loads_makes_no_rows_until_its_session_is_written(
+    database: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[int] = []
+    real = records._rows
+
+    def counting(*args: object) -> list[tuple[str, tuple[object, ...]]]:
+        rows = real(*args)  # type: ignore[arg-type]
+        made.append(len(rows))
+        return rows
+
+    monkeypatch.setattr(records, "_rows", counting)
+    keeper = RecordKeeper(lambda: database)
+    for _ in range(3):
+        keeper(batch(trip("saxpy", "loaded"), trip("chain", "loaded")))
+    assert made == []
+    keeper(batch(trip("stencil", "compiled")))
+    assert made == [3, 3, 3, 2]
+    assert [c.stamp for c in records.read("compilations", database)] == [1, 2, 4, 5, 7, 8, 10]
+
+
 def test_the_first_compile_writes_the_session_with_what_it_held_back(database: Path) -> None:
     keeper = RecordKeeper(lambda: database)
     keeper(batch(trip("saxpy", "loaded")))

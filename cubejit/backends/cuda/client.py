@@ -151,6 +151,10 @@ class CudaClient:
         def load(other: Any) -> Any:
             return self.loader.load(spec, ArtifactId(spec.id(), other), self._logger).function
 
+        def specialised(generated: Callable[[Any, tuple[Any, ...]], None]) -> None:
+            if self._launchers.get(spec) is launch:
+                self._launchers.put(spec, generated)
+
         launch = Launcher(
             self,
             handle.function,
@@ -163,6 +167,7 @@ class CudaClient:
             shared_bytes=handle.dynamic_shared,
             variant=variant,
             load=load,
+            specialised=specialised,
         ).launch
         self._launchers.put(spec, launch)
         return launch

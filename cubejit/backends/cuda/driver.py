@@ -12,6 +12,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
+from cubejit.backends import cuda_opening
 from cubejit.backends.cuda.nvrtc import INSTALL_HINT
 from cubejit.errors import BackendUnavailableError, CubejitError, LaunchError
 from cubejit.runtime.limits import DeviceLimits
@@ -106,22 +107,28 @@ def _initialised() -> int:
 
 def open_device(ordinal: int) -> tuple[Any, Any, CudaLimits]:
     """The device numbered ``ordinal``, its primary context (retained and made current on
-    this thread) and its limits."""
+    this thread) and its limits. The device and context come from
+    :mod:`~cubejit.backends.cuda_opening` when :func:`cubejit.client` started opening them
+    while the backend imported."""
     driver = driver_module()
+    opened = cuda_opening.take(ordinal)
     count = _initialised()
     if not 0 <= ordinal < count:
         raise BackendUnavailableError(
             f"no CUDA device {ordinal}: this machine has {count} (0 to {count - 1})"
         )
-    device = call(
-        driver.cuDeviceGet, ordinal, what="open the device", error=BackendUnavailableError
-    )
-    context = call(
-        driver.cuDevicePrimaryCtxRetain,
-        device,
-        what="retain the primary context",
-        error=BackendUnavailableError,
-    )
+    if opened is not None:
+        device, context = opened
+    else:
+        device = call(
+            driver.cuDeviceGet, ordinal, what="open the device", error=BackendUnavailableError
+        )
+        context = call(
+            driver.cuDevicePrimaryCtxRetain,
+            device,
+            what="retain the primary context",
+            error=BackendUnavailableError,
+        )
     call(
         driver.cuCtxSetCurrent,
         context,

@@ -7,7 +7,10 @@ function for this parameter layout (its checks unrolled, one per parameter, so a
 no loop and no per-parameter call). The function's code depends on the layout alone
 (:func:`launch_code`: the kinds of the slots, never a kernel's names or cube_dim, which it reads
 as globals), so it is generated and compiled once per layout and process, registered with
-``linecache`` so that a traceback shows its lines; a kernel's first launch only binds it.
+``linecache`` so that a traceback shows its lines; a kernel of a layout compiled before only
+binds it. Until then, the first :data:`GENERIC_LAUNCHES` launches of a kernel run a generic
+launch function that reads the layout slot by slot, so a warm start's first launch compiles no
+Python.
 ``cuLaunchKernel`` of ``cuda.bindings`` takes the prebuilt function and stream handles and the
 pointer array as one address: measured on an H200 host, that is the cheapest way into the driver
 (cheaper than ``ctypes`` with prebuilt ``c_void_p`` handles, and half the cost of
@@ -40,7 +43,6 @@ on the CPU.
 from __future__ import annotations
 
 import ctypes
-import functools
 import itertools
 import linecache
 import struct
@@ -316,15 +318,35 @@ def _first_sight(key: tuple[Any, ...]) -> list[str]:
 
 _layouts = itertools.count()
 
+GENERIC_LAUNCHES = 8
+"""Launches of a kernel that go through the generic launch function while its layout has no
+generated one yet; the launch after them compiles it. A process that launches a kernel a few
+times (a warm start, a script) never pays for the ``compile()``; one that launches it in a loop
+pays once, then runs the generated function."""
 
-@functools.cache
+_codes: dict[tuple[Any, ...], Any] = {}
+"""The compiled launch function of each layout generated in this process."""
+_codes_lock = threading.Lock()
+
+
 def launch_code(key: tuple[Any, ...]) -> Any:
     """The compiled launch function of the layout ``key``, generated once per process (every
     kernel of that layout shares it) and registered with ``linecache``."""
-    source = _launch_source(key)
-    filename = f"<cubejit launch {next(_layouts)}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    return compile(source, filename, "exec")
+    code = _codes.get(key)
+    if code is None:
+        with _codes_lock:
+            code = _codes.get(key)
+            if code is None:
+                source = _launch_source(key)
+                filename = f"<cubejit launch {next(_layouts)}>"
+                linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+                code = _codes[key] = compile(source, filename, "exec")
+    return code
+
+
+def has_launch_code(key: tuple[Any, ...]) -> bool:
+    """Whether the launch function of the layout ``key`` was compiled in this process."""
+    return key in _codes
 
 
 def _pack_format(params: tuple[ParamSlot, ...], coarsening: int) -> tuple[str, int]:
@@ -369,6 +391,7 @@ class Launcher:
         variant: Any = None,
         load: Callable[[Any], Any] | None = None,
         shared_bytes: int = 0,
+        specialised: Callable[[Callable[[Any, tuple[Any, ...]], None]], None] | None = None,
     ) -> None:
         """``function`` and ``stream`` are the handles ``launch_kernel`` (``cuLaunchKernel`` of
         ``cuda.bindings``) takes; it is called with the pointer array's address.
@@ -378,7 +401,9 @@ class Launcher:
         :data:`~cubejit.backends.cuda.coarsening.NO_ALIAS`) and ``load(other_variant)`` gives
         the other's function the first time a launch needs it. For a kernel with tensors,
         ``variant`` is ``(None, mask)`` and ``load((None, other_mask))`` gives the artifact of
-        another contiguity. ``shared_bytes`` is the dynamic shared memory every launch passes."""
+        another contiguity. ``shared_bytes`` is the dynamic shared memory every launch passes.
+        ``specialised(launch)`` is told when :attr:`launch` becomes the generated function
+        (for a caller that keeps the launch function itself)."""
         self._client = client
         self._params = params
         self._kernel = kernel
@@ -415,12 +440,121 @@ class Launcher:
                 functions=functions,
                 load_variant=self._variant_loader(functions),
             )
-        exec(launch_code(layout_key(params, coarsening)), namespace)
-        self.launch: Callable[[Any, tuple[Any, ...]], None] = namespace["launch"]
-        """Launches the kernel on ``cube_count`` cubes with ``args``."""
+        self._namespace_of_launch = namespace
+        self._layout = layout_key(params, coarsening)
+        self._coarsening = coarsening
+        self._specialised = specialised
+        self._generic_left = GENERIC_LAUNCHES
+        self.launch: Callable[[Any, tuple[Any, ...]], None]
+        """Launches the kernel on ``cube_count`` cubes with ``args``: the generic launch
+        function for the first :data:`GENERIC_LAUNCHES` launches of a layout this process has
+        not generated one for, the generated one after."""
+        if has_launch_code(self._layout):
+            self._specialise()
+        else:
+            self.launch = self._generic(namespace)
 
     def __call__(self, cube_count: Any, args: tuple[Any, ...]) -> None:
         self.launch(cube_count, args)
+
+    def _specialise(self) -> None:
+        """Binds the generated launch function of this layout (compiling it when this process
+        has not) and hands it to ``specialised``."""
+        namespace = self._namespace_of_launch
+        exec(launch_code(self._layout), namespace)
+        self.launch = namespace["launch"]
+        if self._specialised is not None:
+            self._specialised(self.launch)
+
+    def _generic(self, ns: dict[str, Any]) -> Callable[[Any, tuple[Any, ...]], None]:
+        """The launch function of any layout, reading it slot by slot: what the generated one
+        does, without its memory of the last arguments, in a loop (a few microseconds more per
+        launch) and with nothing to compile."""
+        slots = [
+            (j, p.kind, p.rank, p.scalar, p.scalar.name == "bf16", p.written)
+            for j, p in enumerate(self._params)
+        ]
+        count = len(slots)
+        coarsening = self._coarsening
+        coarsened = coarsening > 1
+        tensors = any(p.is_tensor for p in self._params)
+        client = self._client
+        max_x = ns["MAX_X"]
+        acquire, release = ns["acquire"], ns["release"]
+        pack, values_buffer = ns["pack"], ns["values"]
+        launch_kernel, stream, pointers = ns["launch_kernel"], ns["stream"], ns["pointers"]
+        bx, by, bz, shared = ns["BX"], ns["BY"], ns["BZ"], ns["SHARED"]
+
+        def launch(cube_count: Any, args: tuple[Any, ...]) -> None:
+            if len(args) != count:
+                raise self.checker.count_error(args)
+            acquire()
+            try:
+                values: list[Any] = []
+                spans: list[tuple[int, int, bool]] = []
+                mask = bit = 0
+                for (j, kind, rank, scalar, is_bf16, written), a in zip(slots, args, strict=True):
+                    if kind is SlotKind.SCALAR:
+                        values.append(self._bf16(a) if is_bf16 else a)
+                        continue
+                    own = type(a) is CudaBuffer and a.client is client and a.scalar is scalar
+                    if kind is SlotKind.ARRAY:
+                        p, n = (a.ptr, a.n) if own else self._array(j, a)
+                        values += (p, n)
+                    else:
+                        if own and a.ndim == rank:
+                            p, n, words, contiguous = a.ptr, a.n, a.words, 1
+                        else:
+                            p, n, words, contiguous = self._tensor(j, a)
+                        values += (p, *words)
+                        mask |= contiguous << bit
+                        bit += 1
+                    spans.append((p, p + n * scalar.itemsize, coarsened and written))
+                if type(cube_count) is int and 0 < cube_count <= max_x:
+                    gx, gy, gz = cube_count, 1, 1
+                else:
+                    gx, gy, gz = self._grid(cube_count)
+                apart = coarsened and all(
+                    end <= other or other_end <= start
+                    for i, (start, end, written) in enumerate(spans)
+                    if written
+                    for k, (other, other_end, _) in enumerate(spans)
+                    if k != i
+                )
+                blocks = (gx + coarsening - 1) // coarsening if apart else gx
+                if tensors:
+                    variant = (NO_ALIAS if apart else None, mask)
+                    function = ns["functions"].get(variant)
+                    if function is None:
+                        function = ns["load_variant"](variant)
+                elif coarsened:
+                    name = "fast" if apart else "plain"
+                    function = ns[name]
+                    if function is None:
+                        function = ns[f"load_{name}"]()
+                else:
+                    function = ns["function"]
+                if coarsened:
+                    values.append(gx)
+                ns["m_count"] = _UNSEEN
+                if values:
+                    try:
+                        pack(values_buffer, 0, *values)
+                    except struct.error:
+                        raise self._scalar_error(args) from None
+                (status,) = launch_kernel(
+                    function, blocks, gy, gz, bx, by, bz, shared, stream, pointers, 0
+                )
+                self._generic_left -= 1
+                due = self._generic_left == 0
+            finally:
+                release()
+            if due:
+                self._specialise()
+            if status:
+                raise self._launch_error(status)
+
+        return launch
 
     def _namespace(
         self,

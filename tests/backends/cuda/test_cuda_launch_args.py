@@ -4,6 +4,7 @@ that raises before anything runs, and the choice between a kernel's plain and co
 
 from __future__ import annotations
 
+import builtins
 import ctypes
 import struct
 import threading
@@ -13,6 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from cubejit.backends.cuda import launch as launch_module
 from cubejit.backends.cuda.buffer import CudaBuffer
 from cubejit.backends.cuda.coarsening import NO_ALIAS
 from cubejit.backends.cuda.driver import ARCHITECTURAL_LIMITS
@@ -362,3 +364,108 @@ def test_threads_launching_different_arguments_each_pass_their_own() -> None:
     seen = {unpacked(raw)[:2] for raw in driver.params}
     assert seen == {(0.0, 0x10000), (1.0, 0x20000)}
     assert len(driver.params) == 1000
+
+
+SCALARS = tuple(ParamSlot(t.name, t, SCALAR) for t in (bool_, i32, i64, u32, f16, bf16, f32, f64))
+
+
+def _launches(params: tuple[ParamSlot, ...], coarsening: int) -> list[tuple[Any, Any]]:
+    """Launches of every kind for a layout: own buffers, overlapping ones, another library's
+    array, tuples of cube counts and refused arguments."""
+    client = FakeClient()
+    x = CudaBuffer(client, 0x1000, 300, f32, None)
+    y = CudaBuffer(client, 0x1000 + 4 * 300, 300, f32, None)
+    out = CudaBuffer(client, 0x9000, 300, f32, None)
+    foreign = Foreign("<f4", (15,))
+    if params is SCALARS:
+        return [
+            (1, (True, -5, -(2**40), 2**32 - 1, 1.5, 1.5, 0.1, 0.1)),
+            ((2, 3), (False, 7, 2**40, 3, -2.0, 1.0 + 3 * 2**-8, 2.5, -0.5)),
+            (1, (True, "seven", 1, 1, 1.0, 1.0, 1.0, 1.0)),
+        ]
+    if len(params) == 3:
+        return [(3, (2.5, x, out)), ((2, 3), (1, foreign, out)), (1, (1.0, "x", out))]
+    return [
+        (10, (2.0, x, y, out)),
+        ((9, 2), (2.0, x, x, out)),
+        (10, (2.0, x, out, out)),
+        (5, (2.0, foreign, y, out)),
+        (0, (2.0, x, y, out)),
+    ]
+
+
+def _record(
+    params: tuple[ParamSlot, ...], coarsening: int, generated: bool, monkeypatch: Any
+) -> tuple[Any, ...]:
+    monkeypatch.setattr(launch_module, "_codes", {})
+    if generated:
+        launch_module.launch_code(launch_module.layout_key(params, coarsening))
+    client = FakeClient()
+    driver = RecordingDriver(sum(p.words for p in params) + (coarsening > 1))
+    loads: list[Any] = []
+
+    def load(other: Any) -> int:
+        loads.append(other)
+        return FUNCTIONS[other]
+
+    launcher = Launcher(
+        client,
+        FUNCTIONS[None],
+        params,
+        (128, 1, 1),
+        "k",
+        driver,
+        0x5150,
+        coarsening=coarsening,
+        variant=None,
+        load=load,
+    )
+    errors = []
+    for cube_count, args in _launches(params, coarsening):
+        args = tuple(
+            CudaBuffer(client, a.ptr, a.n, f32, None) if isinstance(a, CudaBuffer) else a
+            for a in args
+        )
+        try:
+            launcher(cube_count, args)
+        except LaunchError as e:
+            errors.append(str(e))
+    return driver.calls, driver.params, loads, errors, len(client.adopted)
+
+
+@pytest.mark.parametrize(
+    ("params", "coarsening"), [(SAXPY, 1), (SCALARS, 1), (WRITES_OUT, 4)], ids=str
+)
+def test_the_generic_launch_passes_what_the_generated_one_does(
+    params: tuple[ParamSlot, ...], coarsening: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    generic = _record(params, coarsening, False, monkeypatch)
+    generated = _record(params, coarsening, True, monkeypatch)
+    assert generic == generated
+    assert generic[0]
+
+
+def test_a_first_launch_compiles_no_python_and_a_kernel_launched_often_compiles_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(launch_module, "_codes", {})
+    compiled: list[str] = []
+    real_compile = builtins.compile
+
+    def counting(source: Any, filename: str, *args: Any, **kwargs: Any) -> Any:
+        compiled.append(filename)
+        return real_compile(source, filename, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "compile", counting)
+    launcher, client, driver = make(SAXPY)
+    x = CudaBuffer(client, 0x1000, 300, f32, None)
+    out = CudaBuffer(client, 0x2000, 300, f32, None)
+    launcher(3, (2.5, x, out))
+    assert compiled == []
+    for _ in range(launch_module.GENERIC_LAUNCHES):
+        launcher(3, (2.5, x, out))
+    assert len(compiled) == 1
+    second, other, _ = make(SAXPY)
+    second(3, (2.5, *(CudaBuffer(other, 0x1000 * j, 300, f32, None) for j in (1, 2))))
+    assert len(compiled) == 1
+    assert len(driver.calls) == launch_module.GENERIC_LAUNCHES + 1

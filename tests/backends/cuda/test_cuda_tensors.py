@@ -5,6 +5,7 @@ transposed, sliced-with-step and broadcast CuPy arrays and PyTorch tensors."""
 
 from __future__ import annotations
 
+import builtins
 import linecache
 import traceback
 from typing import Any
@@ -13,11 +14,12 @@ import numpy as np
 import pytest
 
 import cubejit as cj
+from cubejit.backends.cuda import launch
 from cubejit.backends.cuda.buffer import CudaBuffer
 from cubejit.backends.cuda.compiler import CudaCompiler
 from cubejit.backends.cuda.dialect import cuda_source
 from cubejit.backends.cuda.driver import ARCHITECTURAL_LIMITS
-from cubejit.backends.cuda.launch import Launcher, launch_code, layout_key
+from cubejit.backends.cuda.launch import GENERIC_LAUNCHES, Launcher, launch_code, layout_key
 from cubejit.backends.cuda.target import packed, unpacked
 from cubejit.compile.id import ArtifactId
 from cubejit.errors import LaunchError
@@ -107,13 +109,25 @@ class FakeClient:
         pass
 
 
-def test_kernels_of_one_parameter_layout_share_one_generated_launch_function() -> None:
+def test_kernels_of_one_parameter_layout_share_one_generated_launch_function(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     slots = kernel_slots(SPEC.define())
     other = axpy2.specialize((32, 4), x=2, y=2, out=2)
-    misses = launch_code.cache_info().misses
+    monkeypatch.setattr(launch, "_codes", {})
+    compiled: list[str] = []
+    real_compile = builtins.compile
+
+    def counting(source: Any, filename: str, *args: Any, **kwargs: Any) -> Any:
+        compiled.append(filename)
+        return real_compile(source, filename, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "compile", counting)
+    client = FakeClient()
+    t = CudaBuffer(client, 0x1000, 6, cj.f32, None, (2, 3))
     for spec in (SPEC, other, SPEC):
-        Launcher(
-            FakeClient(),
+        launcher = Launcher(
+            client,
             1,
             slots,
             spec.cube_dim,
@@ -123,13 +137,16 @@ def test_kernels_of_one_parameter_layout_share_one_generated_launch_function() -
             variant=(None, 7),
             load=lambda v: 2,
         )
-    assert launch_code.cache_info().misses <= misses + 1
+        for _ in range(GENERIC_LAUNCHES + 1):
+            launcher(1, (1.0, t, t, t))
+    assert len(compiled) == 1
     code = launch_code(layout_key(slots, 1))
     assert linecache.getline(code.co_filename, 1).startswith("def launch(cube_count, args):")
 
 
 def test_a_traceback_through_the_launch_function_shows_its_lines() -> None:
     slots = kernel_slots(SPEC.define())
+    launch_code(layout_key(slots, 1))
 
     def refuse(*args: Any) -> tuple[int]:
         raise RuntimeError("the driver refused")
@@ -245,8 +262,14 @@ def test_a_row_guarded_tensor_kernel_has_a_coarsened_no_alias_form_nvrtc_compile
     assert artifact.coarsening == 4
 
 
-def test_a_coarsened_tensor_launch_checks_spans_for_overlap_and_picks_its_form() -> None:
+@pytest.mark.parametrize("generated", [False, True], ids=["generic", "generated"])
+def test_a_coarsened_tensor_launch_checks_spans_for_overlap_and_picks_its_form(
+    generated: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     slots = kernel_slots(ROWS.define())
+    monkeypatch.setattr(launch, "_codes", {})
+    if generated:
+        launch_code(layout_key(slots, 4))
     calls: list[tuple[Any, ...]] = []
     loads: list[Any] = []
 

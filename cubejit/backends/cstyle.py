@@ -23,7 +23,13 @@ from dataclasses import dataclass
 from typing import assert_never
 
 from cubejit.backends.cstyle_helpers import helper_definitions
-from cubejit.backends.cstyle_lines import lane_access, line_widths, plan_run, struct_name
+from cubejit.backends.cstyle_lines import (
+    LineAccess,
+    lane_access,
+    line_widths,
+    plan_run,
+    struct_name,
+)
 from cubejit.backends.cstyle_ops import ARITH, COMPARE, FLOAT_MATH, WRAPPING
 from cubejit.errors import UnsupportedError
 from cubejit.ir import nodes as ir
@@ -383,15 +389,16 @@ class Walker:
         while position < len(run):
             for array, first in plan.loads.get(position, ()):
                 self.load_line(array, first, depth)
-            span = plan.stores.get(position)
-            if span is None:
+            stored = plan.stores.get(position)
+            if stored is None:
                 self.stmt(run[position], depth)
                 position += 1
                 continue
+            span = self.widths[stored.array]
             for later in range(position + 1, position + span):
                 for array, first in plan.loads.get(later, ()):
                     self.load_line(array, first, depth)
-            self.store_line(run[position : position + span], depth)
+            self.store_line(stored, run[position : position + span], depth)
             position += span
         self.whole.clear()
 
@@ -408,11 +415,7 @@ class Walker:
         self.line(depth, f"const {name} {held} = *{pointer};")
         self.whole[(array, first)] = held
 
-    def store_line(self, group: tuple[ir.Stmt, ...], depth: int) -> None:
-        lane0 = group[0]
-        assert isinstance(lane0, ir.Store)
-        access = lane_access(lane0, self.widths)
-        assert access is not None
+    def store_line(self, access: LineAccess, group: tuple[ir.Stmt, ...], depth: int) -> None:
         name, pointer = self.line_pointer(access.array, access.first)
         lanes = []
         for s in group:

@@ -89,8 +89,9 @@ class LinePlan:
 
     loads: dict[int, list[tuple[str, ir.Expr]]]
     """Statement position: the ``(array, first)`` lines to load just before it."""
-    stores: dict[int, int]
-    """Statement position of a line store's lane 0: how many statements it spans."""
+    stores: dict[int, LineAccess]
+    """Statement position of a line store's lane 0: the line it stores (its statements are
+    the next ``width`` of the run)."""
 
 
 def plan_run(run: tuple[ir.Stmt, ...], widths: dict[str, int]) -> LinePlan:
@@ -112,24 +113,49 @@ def plan_run(run: tuple[ir.Stmt, ...], widths: dict[str, int]) -> LinePlan:
         if _disturbed(run[start:end], array, first, widths):
             continue
         loads.setdefault(start, []).append((array, first))
-    stores: dict[int, int] = {}
+    stores: dict[int, LineAccess] = {}
     position = 0
     while position < len(run):
-        s = run[position]
-        access = lane_access(s, widths) if isinstance(s, ir.Store) else None
+        access = _store_access(run, position, widths)
         if access is not None and access.lane == 0:
             width = widths[access.array]
-            group = run[position : position + width]
-            if len(group) == width and all(
-                isinstance(g, ir.Store)
-                and lane_access(g, widths) == LineAccess(access.array, access.first, k)
-                for k, g in enumerate(group)
+            if position + width <= len(run) and all(
+                _store_access(run, position + k, widths)
+                == LineAccess(access.array, access.first, k)
+                for k in range(width)
             ):
-                stores[position] = width
+                stores[position] = access
                 position += width
                 continue
         position += 1
     return LinePlan(loads, stores)
+
+
+def _store_access(
+    run: tuple[ir.Stmt, ...], position: int, widths: dict[str, int]
+) -> LineAccess | None:
+    """The lane ``run[position]`` stores, when it is a store to a lined buffer. An index held
+    in a name (as a coarsened thread holds each store's index until its stores come last) is
+    read through the name's one assignment earlier in the run, when nothing it reads is
+    assigned again before the store."""
+    s = run[position]
+    if not isinstance(s, ir.Store) or s.array not in widths:
+        return None
+    if isinstance(s.index, ir.Var):
+        held = [j for j in range(position) if _assigns(run[j], s.index.name)]
+        if len(held) != 1:
+            return None
+        value = run[held[0]]
+        assert isinstance(value, ir.Assign)
+        reads = {e.name for e in walk_expr(value.value) if isinstance(e, ir.Var)}
+        if any(_assigns(t, name) for t in run[held[0] + 1 : position] for name in reads):
+            return None
+        return lane_access(ir.Store(s.array, value.value, s.value), widths)
+    return lane_access(s, widths)
+
+
+def _assigns(s: ir.Stmt, name: str) -> bool:
+    return isinstance(s, ir.Assign) and s.name == name
 
 
 def _disturbed(

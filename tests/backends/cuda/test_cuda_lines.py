@@ -5,6 +5,7 @@ lengths divisible by 8, 4, 2 and odd against numpy with the chosen line size wri
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -12,7 +13,7 @@ import pytest
 
 import cubejit as cj
 from cubejit.backends.cuda import nvrtc
-from cubejit.backends.cuda.coarsening import NO_ALIAS
+from cubejit.backends.cuda.coarsening import FACTOR, NO_ALIAS
 from cubejit.backends.cuda.compiler import CudaCompiler
 from cubejit.backends.cuda.dialect import cuda_source
 from cubejit.compile.id import ArtifactId
@@ -120,6 +121,40 @@ class _Recording:
 
     def source(self, text: str) -> None:
         pass
+
+
+@cj.kernel
+def plain_half_saxpy(
+    a: cj.f16,
+    x: cj.Array[cj.Line[cj.f16]],
+    y: cj.Array[cj.Line[cj.f16]],
+    out: cj.Array[cj.Line[cj.f16]],
+):
+    i = cj.ABSOLUTE_POS
+    if i < out.len():
+        out[i] = a * x[i] + y[i]
+
+
+def _compiled_ptx(kernel: Any, variant: object, **line_sizes: int) -> str:
+    """The PTX the CUDA compiler keeps beside the cubin of ``kernel`` in ``variant``."""
+    compiler = CudaCompiler("sm_90")
+    spec = kernel.specialize(256, line_sizes=line_sizes)
+    aid = ArtifactId(spec.id(), variant)
+    artifact = compiler.finalize(aid, compiler.lower(spec, aid, _Recording(), None))
+    return artifact.ptx.decode()
+
+
+@pytest.mark.cuda_packages
+@pytest.mark.parametrize("variant", [None, NO_ALIAS])
+def test_a_lined_f16_saxpy_loads_and_stores_16_bytes_per_line_in_both_forms(
+    variant: object,
+) -> None:
+    ptx = _compiled_ptx(plain_half_saxpy, variant, x=8, y=8, out=8)
+    loads = len(re.findall(r"ld\.global(\.nc)?\.v4\.(u32|b32|f32)", ptx))
+    stores = len(re.findall(r"st\.global\.v4\.(u32|b32|f32)", ptx))
+    units = 1 if variant is None else FACTOR
+    assert loads >= 2 * units and stores >= units, ptx
+    assert not re.search(r"(ld|st)\.global(\.nc)?\.(u16|b16|f16)\b", ptx), ptx
 
 
 @pytest.mark.cuda_packages

@@ -12,6 +12,7 @@ keeps its lane-by-lane loads.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from cubejit.ir import nodes as ir
@@ -26,6 +27,20 @@ def line_widths(kernel: ir.KernelIR) -> dict[str, int]:
         if isinstance(p.type, ArrayType | TensorType) and (p.type.line or 1) > 1:
             widths[p.name] = p.type.line or 1
     return widths
+
+
+@dataclass(frozen=True, slots=True)
+class PairSpelling:
+    """How a dialect computes two adjacent lanes of a half type at once (CUDA's ``__half2``):
+    the pair's type, making one of two lanes or of one value, its low and high lane, and the
+    operations it has, which round each lane as the scalar operation does."""
+
+    type: str
+    make: str
+    broadcast: str
+    low: str
+    high: str
+    ops: Mapping[ir.BinaryOp, str]
 
 
 def struct_name(elem: Scalar, width: int) -> str:

@@ -159,6 +159,28 @@ def test_a_lined_f16_saxpy_loads_and_stores_16_bytes_per_line_in_both_forms(
 
 @pytest.mark.cuda_packages
 @pytest.mark.parametrize("variant", [None, NO_ALIAS])
+def test_a_lined_f16_saxpy_computes_two_lanes_per_half2_instruction(variant: object) -> None:
+    ptx = _compiled_ptx(plain_half_saxpy, variant, x=8, y=8, out=8)
+    units = 1 if variant is None else FACTOR
+    assert ptx.count("mul.f16x2") >= 4 * units and ptx.count("add.f16x2") >= 4 * units, ptx
+    assert not re.search(r"(mul|add|fma\.rn)\.f16\s", ptx), ptx
+
+
+@pytest.mark.gpu
+def test_a_lined_f16_saxpy_run_by_coarsened_threads_matches_numpy(gpu: Any) -> None:
+    n = (1 << 20) + 8 * 256 * 3
+    rng = np.random.default_rng(16)
+    x, y = rng.random(n).astype(np.float16), rng.random(n).astype(np.float16)
+    out = gpu.empty(n, cj.f16)
+    plain_half_saxpy.launch(
+        gpu, cj.cdiv(n // 8, 256), 256, 1.5, gpu.to_device(x), gpu.to_device(y), out
+    )
+    expected = np.float16(1.5) * x + y
+    np.testing.assert_array_equal(gpu.read(out), expected)
+
+
+@pytest.mark.cuda_packages
+@pytest.mark.parametrize("variant", [None, NO_ALIAS])
 def test_the_cuda_compiler_builds_both_forms_of_a_lined_saxpy_with_whole_lines(
     variant: object,
 ) -> None:

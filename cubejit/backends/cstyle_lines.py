@@ -7,7 +7,10 @@ to its size (``ld.global.v4.f32`` on CUDA, one vector load in C), just before it
 used; and the ``n`` stores of one line become one store. The launch chose ``n`` so that each
 line is aligned to its size, which makes the wide access legal. A line whose lanes would be
 read across a store to the same buffer, or across an assignment to a name its index reads,
-keeps its lane-by-lane loads.
+keeps its lane-by-lane loads. A store whose index is held in a name (a coarsened CUDA thread
+holds each store's index and value until its stores come last) is read through that name's
+assignment. Where the dialect has a :class:`PairSpelling` (CUDA's ``__half2``), the walker
+computes two adjacent lanes of such lines in one operation.
 """
 
 from __future__ import annotations

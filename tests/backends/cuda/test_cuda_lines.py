@@ -166,6 +166,25 @@ def test_a_lined_f16_saxpy_computes_two_lanes_per_half2_instruction(variant: obj
     assert not re.search(r"(mul|add|fma\.rn)\.f16\s", ptx), ptx
 
 
+@cj.kernel
+def bf16_saxpy(
+    a: cj.bf16,
+    x: cj.Array[cj.Line[cj.bf16]],
+    y: cj.Array[cj.Line[cj.bf16]],
+    out: cj.Array[cj.Line[cj.bf16]],
+):
+    i = cj.ABSOLUTE_POS
+    if i < out.len():
+        out[i] = a * x[i] - y[i]
+
+
+@pytest.mark.cuda_packages
+def test_bf16_lines_compute_two_lanes_per_bfloat162_instruction() -> None:
+    ptx = _compiled_ptx(bf16_saxpy, NO_ALIAS, x=8, y=8, out=8)
+    assert "mul.rn.bf16x2" in ptx or "mul.bf16x2" in ptx, ptx
+    assert "st.global.v4.u32" in ptx and not re.search(r"st\.global\.(u16|b16)\b", ptx), ptx
+
+
 @pytest.mark.gpu
 def test_a_lined_f16_saxpy_run_by_coarsened_threads_matches_numpy(gpu: Any) -> None:
     n = (1 << 20) + 8 * 256 * 3

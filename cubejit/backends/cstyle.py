@@ -23,12 +23,19 @@ from dataclasses import dataclass
 from typing import assert_never
 
 from cubejit.backends.cstyle_helpers import helper_definitions
-from cubejit.backends.cstyle_lines import lane_access, line_widths, plan_run, struct_name
+from cubejit.backends.cstyle_lines import (
+    LineAccess,
+    PairSpelling,
+    lane_access,
+    line_widths,
+    plan_run,
+    struct_name,
+)
 from cubejit.backends.cstyle_ops import ARITH, COMPARE, FLOAT_MATH, WRAPPING
 from cubejit.backends.inspection import c_string, literal_text, print_format, widened
 from cubejit.errors import UnsupportedError
 from cubejit.ir import nodes as ir
-from cubejit.ir.traversal import walk_exprs
+from cubejit.ir.traversal import walk_expr, walk_exprs
 from cubejit.ir.types import (
     ArrayType,
     Kind,
@@ -254,6 +261,10 @@ class Dialect:
             f"__attribute__((aligned({size}))) {struct_name(elem, width)};"
         )
 
+    def pair(self, elem: Scalar) -> PairSpelling | None:
+        """How two adjacent lanes of ``elem`` compute at once, or None where they do not."""
+        return None
+
     def bitcast(self, code: str, source: Scalar, target: Scalar) -> str | None:
         """The bits of ``code`` read as ``target`` (same width), or None where the walker should
         call its ``memcpy`` helper. Between integers it is the conversion, which keeps bits."""
@@ -387,19 +398,25 @@ class Walker:
         """Assignments and stores, the lines they read whole loaded once each and the lines
         they write whole stored once each (see :mod:`~cubejit.backends.cstyle_lines`)."""
         plan = plan_run(run, self.widths)
+        pending: dict[int, str] = {}
         position = 0
         while position < len(run):
             for array, first in plan.loads.get(position, ()):
                 self.load_line(array, first, depth)
-            span = plan.stores.get(position)
-            if span is None:
-                self.stmt(run[position], depth)
+            stored = plan.stores.get(position)
+            if stored is None:
+                high = pending.pop(position, None)
+                if high is not None:
+                    self.line(depth, high)
+                else:
+                    self.assign_pairing(run, position, depth, pending)
                 position += 1
                 continue
+            span = self.widths[stored.array]
             for later in range(position + 1, position + span):
                 for array, first in plan.loads.get(later, ()):
                     self.load_line(array, first, depth)
-            self.store_line(run[position : position + span], depth)
+            self.store_line(stored, run[position : position + span], depth)
             position += span
         self.whole.clear()
 
@@ -416,20 +433,91 @@ class Walker:
         self.line(depth, f"const {name} {held} = *{pointer};")
         self.whole[(array, first)] = held
 
-    def store_line(self, group: tuple[ir.Stmt, ...], depth: int) -> None:
-        lane0 = group[0]
-        assert isinstance(lane0, ir.Store)
-        access = lane_access(lane0, self.widths)
-        assert access is not None
+    def store_line(self, access: LineAccess, group: tuple[ir.Stmt, ...], depth: int) -> None:
         name, pointer = self.line_pointer(access.array, access.first)
-        lanes = []
+        values = []
         for s in group:
             assert isinstance(s, ir.Store)
-            lanes.append(self.expr(s.value))
+            values.append(s.value)
+        spelling = self.d.pair(self.elems[access.array]) if len(values) % 2 == 0 else None
+        paired: list[str | None] = [None] * len(values)
+        for k in range(0, len(values), 2) if spelling is not None else ():
+            assert spelling is not None
+            text = self.pair_text(values[k], values[k + 1], spelling)
+            if text is not None:
+                pair = self.hold_pair(spelling, text, depth)
+                paired[k], paired[k + 1] = f"{spelling.low}({pair})", f"{spelling.high}({pair})"
+        lanes = [p if p is not None else self.expr(v) for p, v in zip(paired, values, strict=True)]
         held = f"cj_line{self.held}"
         self.held += 1
         self.line(depth, f"{name} {held} = {{{{{', '.join(lanes)}}}}};")
         self.line(depth, f"*{pointer} = {held};")
+
+    def hold_pair(self, spelling: PairSpelling, text: str, depth: int) -> str:
+        pair = f"cj_pair{self.held}"
+        self.held += 1
+        self.line(depth, f"const {spelling.type} {pair} = {text};")
+        return pair
+
+    def assign_pairing(
+        self, run: tuple[ir.Stmt, ...], position: int, depth: int, pending: dict[int, str]
+    ) -> None:
+        """``run[position]``; an assignment of lane ``2j`` of lines held whole computes lane
+        ``2j + 1`` of a later assignment with it, as one pair, when nothing between them
+        assigns a name that later one reads (its line stays held: a const)."""
+        s = run[position]
+        spelling = self.d.pair(s.value.type) if isinstance(s, ir.Assign) else None
+        if spelling is None or not isinstance(s, ir.Assign):
+            self.stmt(s, depth)
+            return
+        assigned: set[str] = set()
+        for later in range(position + 1, len(run)):
+            before = run[later - 1]
+            if isinstance(before, ir.Assign):
+                assigned.add(before.name)
+            other = run[later]
+            if not isinstance(other, ir.Assign) or later in pending:
+                continue
+            reads = {e.name for e in walk_expr(other.value) if isinstance(e, ir.Var)}
+            if reads & assigned or other.value.type != s.value.type:
+                continue
+            text = self.pair_text(s.value, other.value, spelling)
+            if text is None:
+                continue
+            pair = self.hold_pair(spelling, text, depth)
+            self.line(depth, f"{self.var(s.name)} = {spelling.low}({pair});")
+            pending[later] = f"{self.var(other.name)} = {spelling.high}({pair});"
+            return
+        self.stmt(s, depth)
+
+    def pair_text(self, e0: ir.Expr, e1: ir.Expr, spelling: PairSpelling) -> str | None:
+        """``e0`` and ``e1`` computed as one pair, when ``e1`` is ``e0`` one lane on, reading
+        lanes ``2j`` and ``2j + 1`` of lines held whole (or one value in both)."""
+        if e0.type != e1.type:
+            return None
+        if isinstance(e0, ir.Load) and isinstance(e1, ir.Load):
+            a0, a1 = lane_access(e0, self.widths), lane_access(e1, self.widths)
+            if a0 is None or a1 is None or (a0.array, a0.first) != (a1.array, a1.first):
+                return None
+            held = self.whole.get((a0.array, a0.first))
+            if held is None or a0.lane % 2 != 0 or a1.lane != a0.lane + 1:
+                return None
+            return f"{spelling.make}({held}.v[{a0.lane}], {held}.v[{a1.lane}])"
+        if e0 == e1 and not any(isinstance(e, ir.Load) for e in walk_expr(e0)):
+            return f"{spelling.broadcast}({self.expr(e0)})"
+        if (
+            isinstance(e0, ir.Binary)
+            and isinstance(e1, ir.Binary)
+            and e0.op is e1.op
+            and e0.op in spelling.ops
+            and e0.lhs.type == e0.type
+            and e0.rhs.type == e0.type
+        ):
+            lhs = self.pair_text(e0.lhs, e1.lhs, spelling)
+            rhs = self.pair_text(e0.rhs, e1.rhs, spelling)
+            if lhs is not None and rhs is not None:
+                return f"{spelling.ops[e0.op]}({lhs}, {rhs})"
+        return None
 
     def stmt(self, s: ir.Stmt, depth: int) -> None:
         if isinstance(s, ir.Assign):

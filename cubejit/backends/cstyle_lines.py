@@ -7,11 +7,15 @@ to its size (``ld.global.v4.f32`` on CUDA, one vector load in C), just before it
 used; and the ``n`` stores of one line become one store. The launch chose ``n`` so that each
 line is aligned to its size, which makes the wide access legal. A line whose lanes would be
 read across a store to the same buffer, or across an assignment to a name its index reads,
-keeps its lane-by-lane loads.
+keeps its lane-by-lane loads. A store whose index is held in a name (a coarsened CUDA thread
+holds each store's index and value until its stores come last) is read through that name's
+assignment. Where the dialect has a :class:`PairSpelling` (CUDA's ``__half2``), the walker
+computes two adjacent lanes of such lines in one operation.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from cubejit.ir import nodes as ir
@@ -26,6 +30,20 @@ def line_widths(kernel: ir.KernelIR) -> dict[str, int]:
         if isinstance(p.type, ArrayType | TensorType) and (p.type.line or 1) > 1:
             widths[p.name] = p.type.line or 1
     return widths
+
+
+@dataclass(frozen=True, slots=True)
+class PairSpelling:
+    """How a dialect computes two adjacent lanes of a half type at once (CUDA's ``__half2``):
+    the pair's type, making one of two lanes or of one value, its low and high lane, and the
+    operations it has, which round each lane as the scalar operation does."""
+
+    type: str
+    make: str
+    broadcast: str
+    low: str
+    high: str
+    ops: Mapping[ir.BinaryOp, str]
 
 
 def struct_name(elem: Scalar, width: int) -> str:
@@ -89,8 +107,9 @@ class LinePlan:
 
     loads: dict[int, list[tuple[str, ir.Expr]]]
     """Statement position: the ``(array, first)`` lines to load just before it."""
-    stores: dict[int, int]
-    """Statement position of a line store's lane 0: how many statements it spans."""
+    stores: dict[int, LineAccess]
+    """Statement position of a line store's lane 0: the line it stores (its statements are
+    the next ``width`` of the run)."""
 
 
 def plan_run(run: tuple[ir.Stmt, ...], widths: dict[str, int]) -> LinePlan:
@@ -112,24 +131,49 @@ def plan_run(run: tuple[ir.Stmt, ...], widths: dict[str, int]) -> LinePlan:
         if _disturbed(run[start:end], array, first, widths):
             continue
         loads.setdefault(start, []).append((array, first))
-    stores: dict[int, int] = {}
+    stores: dict[int, LineAccess] = {}
     position = 0
     while position < len(run):
-        s = run[position]
-        access = lane_access(s, widths) if isinstance(s, ir.Store) else None
+        access = _store_access(run, position, widths)
         if access is not None and access.lane == 0:
             width = widths[access.array]
-            group = run[position : position + width]
-            if len(group) == width and all(
-                isinstance(g, ir.Store)
-                and lane_access(g, widths) == LineAccess(access.array, access.first, k)
-                for k, g in enumerate(group)
+            if position + width <= len(run) and all(
+                _store_access(run, position + k, widths)
+                == LineAccess(access.array, access.first, k)
+                for k in range(width)
             ):
-                stores[position] = width
+                stores[position] = access
                 position += width
                 continue
         position += 1
     return LinePlan(loads, stores)
+
+
+def _store_access(
+    run: tuple[ir.Stmt, ...], position: int, widths: dict[str, int]
+) -> LineAccess | None:
+    """The lane ``run[position]`` stores, when it is a store to a lined buffer. An index held
+    in a name (as a coarsened thread holds each store's index until its stores come last) is
+    read through the name's one assignment earlier in the run, when nothing it reads is
+    assigned again before the store."""
+    s = run[position]
+    if not isinstance(s, ir.Store) or s.array not in widths:
+        return None
+    if isinstance(s.index, ir.Var):
+        held = [j for j in range(position) if _assigns(run[j], s.index.name)]
+        if len(held) != 1:
+            return None
+        value = run[held[0]]
+        assert isinstance(value, ir.Assign)
+        reads = {e.name for e in walk_expr(value.value) if isinstance(e, ir.Var)}
+        if any(_assigns(t, name) for t in run[held[0] + 1 : position] for name in reads):
+            return None
+        return lane_access(ir.Store(s.array, value.value, s.value), widths)
+    return lane_access(s, widths)
+
+
+def _assigns(s: ir.Stmt, name: str) -> bool:
+    return isinstance(s, ir.Assign) and s.name == name
 
 
 def _disturbed(

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from cubejit.backends.cpu import cooperation
+from cubejit.backends.cpu.lane_units import lanes_as_units
 from cubejit.backends.cpu.layout import COUNT_SLOTS, SLOT_BYTES, slots
 from cubejit.backends.cpu.regions import cube_body, needs_regions
 from cubejit.backends.cpu.vector_math import vector_declarations, vector_name
@@ -38,7 +39,7 @@ from cubejit.backends.unit_loop import plan_unit_loop
 from cubejit.errors import UnsupportedError
 from cubejit.ir import nodes as ir
 from cubejit.ir.nodes import KernelIR, Position
-from cubejit.ir.types import ArrayType, Scalar, TensorType
+from cubejit.ir.types import ArrayType, Scalar, TensorType, u64
 from cubejit.runtime.layout import SlotKind, param_slots
 
 ENTRY = "cubejit_launch"
@@ -282,7 +283,13 @@ def _unit_loop(
     loop = plan_unit_loop(kernel)
     dialect = CDialect(loop.lead)
     bound = () if loop.bound is None else (loop.bound,)
-    body = emit_body(replace(kernel, body=loop.body), dialect, bound, contiguous)
+    lanes = lanes_as_units(kernel, loop.body, loop.lead)
+    if lanes is None:
+        body = emit_body(replace(kernel, body=loop.body), dialect, bound, contiguous)
+    else:
+        element = ir.Param(lanes.element, u64)
+        lane_kernel = replace(kernel, params=(*kernel.params, element), body=lanes.body)
+        body = emit_body(lane_kernel, dialect, bound, contiguous)
     signature, reads, values = _arguments(kernel, dialect)
     signature.append(_POSITION_ARGS)
     values.append(_POSITION_VALUES)
@@ -292,10 +299,23 @@ def _unit_loop(
         f"const uint32_t cj_first = {_RowStart().position(loop.lead)};",
         "uint32_t cj_end = cj_first + CJ_DIM_X;",
         *(["if (cj_bound < cj_end) cj_end = cj_bound;"] if body.values else []),
-        "for (uint32_t cj_p = cj_first; cj_p < cj_end; ++cj_p) {",
-        f"{INDENT}cj_unit({', '.join(values)});",
-        "}",
     ]
+    if lanes is None:
+        row += [
+            "for (uint32_t cj_p = cj_first; cj_p < cj_end; ++cj_p) {",
+            f"{INDENT}cj_unit({', '.join(values)});",
+            "}",
+        ]
+    else:
+        n = f"{lanes.width}u"
+        signature.append(f"uint64_t {param_name(lanes.element)}")
+        row += [
+            f"for (uint64_t cj_e = (uint64_t)cj_first * {n}; cj_e < (uint64_t)cj_end * {n}; "
+            "++cj_e) {",
+            f"{INDENT}const uint32_t cj_p = (uint32_t)(cj_e / {n});",
+            f"{INDENT}cj_unit({', '.join(values)}, cj_e);",
+            "}",
+        ]
     unit = [
         "static inline __attribute__((always_inline)) void cj_unit(",
         *(f"{INDENT}{INDENT}{arg}," for arg in signature[:-1]),

@@ -30,7 +30,7 @@ from cubejit.backends.cstyle import (
     shape_name,
     stride_name,
 )
-from cubejit.backends.cstyle_lines import struct_name
+from cubejit.backends.cstyle_lines import PairSpelling, struct_name
 from cubejit.backends.cuda import cooperation
 from cubejit.backends.cuda.artifact import ENTRY_POINT
 from cubejit.backends.cuda.coarsening import FACTOR, Coarsened, written_arrays
@@ -70,6 +70,10 @@ class CudaDialect(Dialect):
         size = width * elem.itemsize
         name = struct_name(elem, width)
         return f"struct __align__({size}) {name} {{ {self.type_name(elem)} v[{width}]; }};"
+
+    def pair(self, elem: Scalar) -> PairSpelling | None:
+        """``__half2`` and ``__nv_bfloat162``: two lanes in one instruction."""
+        return _PAIRS.get(elem.name)
 
     offset_type = u32
     plane_size = 32
@@ -160,6 +164,21 @@ class CudaDialect(Dialect):
             return _FROM_BITS[target.name].format(bits)
         return f"(({self.type_name(target)})({bits}))"
 
+
+_PAIR_OPS = {ir.BinaryOp.ADD: "__hadd2", ir.BinaryOp.SUB: "__hsub2", ir.BinaryOp.MUL: "__hmul2"}
+_PAIRS = {
+    "f16": PairSpelling(
+        "__half2", "__halves2half2", "__half2half2", "__low2half", "__high2half", _PAIR_OPS
+    ),
+    "bf16": PairSpelling(
+        "__nv_bfloat162",
+        "__halves2bfloat162",
+        "__bfloat162bfloat162",
+        "__low2bfloat16",
+        "__high2bfloat16",
+        _PAIR_OPS,
+    ),
+}
 
 _TO_BITS = {
     "f16": "__half_as_ushort({})",

@@ -237,6 +237,46 @@ def test_a_lined_saxpy_reads_each_lane_as_an_affine_64_bit_index_in_its_c_text()
     assert "cj_line" not in text
 
 
+def test_a_lined_tanh_chain_runs_one_lane_per_step_of_its_c_row_loop() -> None:
+    spec = tanh_chain.specialize(256, line_sizes=dict(x=4, out=4))
+    text = translation_unit(spec.define(), spec.cube_dim, 64)
+    assert "p_x[p_lane_element]" in text
+    assert "p_out[p_lane_element] = " in text
+    assert text.count("cj_tanhf(") == 3 + 1
+    assert "4ull" not in text
+    assert "cj_e < (uint64_t)cj_end * 4u" in text
+
+
+def test_lines_whose_lanes_read_another_lane_keep_their_lanes_in_one_unit() -> None:
+    spec = lanes.specialize(64, line_sizes=dict(x=4, n=4, out=4))
+    text = translation_unit(spec.define(), spec.cube_dim, 64)
+    assert "lane_element" not in text
+    assert "((uint64_t)(v_i)) * ((uint64_t)4ull)) + ((uint64_t)3ull)" in text
+
+
+@cj.kernel
+def offset_chain(a: cj.f32, x: cj.Array[cj.Line[cj.f32]], out: cj.Array[cj.Line[cj.f32]]):
+    i = cj.ABSOLUTE_POS
+    b = a * 2.0
+    if i < out.len():
+        v = x[i] * b
+        w = cj.exp(v - a)
+        out[i] = w + v
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+def test_lanes_run_as_units_read_what_the_unit_computed_before_its_lines(
+    cpu: CpuClient, n: int
+) -> None:
+    x = _random(n)
+    out = np.zeros(n, np.float32)
+    offset_chain.launch(cpu, cj.cdiv(n, 64), 64, 0.75, x, out)
+    v = x * np.float32(1.5)
+    np.testing.assert_allclose(out, np.exp(v - np.float32(0.75)) + v, rtol=1e-6)
+    spec = offset_chain.specialize(64, line_sizes=dict(x=4, out=4))
+    assert "p_out[p_lane_element]" in translation_unit(spec.define(), spec.cube_dim, 64)
+
+
 def test_an_atomic_method_on_a_line_is_a_compilation_error() -> None:
     @cj.kernel
     def bad(x: cj.Array[cj.Line[cj.u32]]):

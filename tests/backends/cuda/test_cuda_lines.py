@@ -5,6 +5,7 @@ lengths divisible by 8, 4, 2 and odd against numpy with the chosen line size wri
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -12,7 +13,7 @@ import pytest
 
 import cubejit as cj
 from cubejit.backends.cuda import nvrtc
-from cubejit.backends.cuda.coarsening import NO_ALIAS
+from cubejit.backends.cuda.coarsening import FACTOR, NO_ALIAS
 from cubejit.backends.cuda.compiler import CudaCompiler
 from cubejit.backends.cuda.dialect import cuda_source
 from cubejit.compile.id import ArtifactId
@@ -120,6 +121,81 @@ class _Recording:
 
     def source(self, text: str) -> None:
         pass
+
+
+@cj.kernel
+def plain_half_saxpy(
+    a: cj.f16,
+    x: cj.Array[cj.Line[cj.f16]],
+    y: cj.Array[cj.Line[cj.f16]],
+    out: cj.Array[cj.Line[cj.f16]],
+):
+    i = cj.ABSOLUTE_POS
+    if i < out.len():
+        out[i] = a * x[i] + y[i]
+
+
+def _compiled_ptx(kernel: Any, variant: object, **line_sizes: int) -> str:
+    """The PTX the CUDA compiler keeps beside the cubin of ``kernel`` in ``variant``."""
+    compiler = CudaCompiler("sm_90")
+    spec = kernel.specialize(256, line_sizes=line_sizes)
+    aid = ArtifactId(spec.id(), variant)
+    artifact = compiler.finalize(aid, compiler.lower(spec, aid, _Recording(), None))
+    return artifact.ptx.decode()
+
+
+@pytest.mark.cuda_packages
+@pytest.mark.parametrize("variant", [None, NO_ALIAS])
+def test_a_lined_f16_saxpy_loads_and_stores_16_bytes_per_line_in_both_forms(
+    variant: object,
+) -> None:
+    ptx = _compiled_ptx(plain_half_saxpy, variant, x=8, y=8, out=8)
+    loads = len(re.findall(r"ld\.global(\.nc)?\.v4\.(u32|b32|f32)", ptx))
+    stores = len(re.findall(r"st\.global\.v4\.(u32|b32|f32)", ptx))
+    units = 1 if variant is None else FACTOR
+    assert loads >= 2 * units and stores >= units, ptx
+    assert not re.search(r"(ld|st)\.global(\.nc)?\.(u16|b16|f16)\b", ptx), ptx
+
+
+@pytest.mark.cuda_packages
+@pytest.mark.parametrize("variant", [None, NO_ALIAS])
+def test_a_lined_f16_saxpy_computes_two_lanes_per_half2_instruction(variant: object) -> None:
+    ptx = _compiled_ptx(plain_half_saxpy, variant, x=8, y=8, out=8)
+    units = 1 if variant is None else FACTOR
+    assert ptx.count("mul.f16x2") >= 4 * units and ptx.count("add.f16x2") >= 4 * units, ptx
+    assert not re.search(r"(mul|add|fma\.rn)\.f16\s", ptx), ptx
+
+
+@cj.kernel
+def bf16_saxpy(
+    a: cj.bf16,
+    x: cj.Array[cj.Line[cj.bf16]],
+    y: cj.Array[cj.Line[cj.bf16]],
+    out: cj.Array[cj.Line[cj.bf16]],
+):
+    i = cj.ABSOLUTE_POS
+    if i < out.len():
+        out[i] = a * x[i] - y[i]
+
+
+@pytest.mark.cuda_packages
+def test_bf16_lines_compute_two_lanes_per_bfloat162_instruction() -> None:
+    ptx = _compiled_ptx(bf16_saxpy, NO_ALIAS, x=8, y=8, out=8)
+    assert "mul.rn.bf16x2" in ptx or "mul.bf16x2" in ptx, ptx
+    assert "st.global.v4.u32" in ptx and not re.search(r"st\.global\.(u16|b16)\b", ptx), ptx
+
+
+@pytest.mark.gpu
+def test_a_lined_f16_saxpy_run_by_coarsened_threads_matches_numpy(gpu: Any) -> None:
+    n = (1 << 20) + 8 * 256 * 3
+    rng = np.random.default_rng(16)
+    x, y = rng.random(n).astype(np.float16), rng.random(n).astype(np.float16)
+    out = gpu.empty(n, cj.f16)
+    plain_half_saxpy.launch(
+        gpu, cj.cdiv(n // 8, 256), 256, 1.5, gpu.to_device(x), gpu.to_device(y), out
+    )
+    expected = np.float16(1.5) * x + y
+    np.testing.assert_array_equal(gpu.read(out), expected)
 
 
 @pytest.mark.cuda_packages

@@ -116,7 +116,7 @@ SETTINGS = {
 
 SUM_SETTINGS = {
     "cpu": {"units": 1024, "cubes": 128, "rows": 4, "lanes": 1},
-    "cuda": {"units": 256, "cubes per SM": 8, "rows": 4, "lanes": 4},
+    "cuda": {"units": 1024, "cubes per SM": 1, "rows": 8, "lanes": 4},
 }
 """The sum's units per cube, cubes (on CUDA per multiprocessor, enough to keep every one
 busy), rows a round and lanes per line: 16-byte loads on CUDA; on the CPU one lane, so that
@@ -227,10 +227,13 @@ def cuda_rows(n: int, repeat: int) -> list[Row]:
     values = client.to_device(host_values)
     out = client.to_device(np.zeros(1, np.float32))
     bins = client.to_device(np.zeros(BINS, np.uint32))
-    tx = torch.from_numpy(host_x).cuda()
-    tv = torch.from_numpy(host_values.astype(np.int32)).cuda()
     t = SUM_SETTINGS["cuda"]
-    rows = sum_view(tx, t["units"], t["lanes"])
+    # One buffer seen by both: torch reads the client's memory without a copy, and each
+    # library launches on its own arrays, through its own launch path.
+    x = client.to_device(host_x.reshape(-1, t["units"] * t["lanes"]))
+    tx = torch.as_tensor(x, device="cuda").reshape(-1)
+    tv = torch.from_numpy(host_values.astype(np.int32)).cuda()
+    rows = cj.lined(x, t["lanes"])
     sum_cubes = t["cubes per SM"] * torch.cuda.get_device_properties(0).multi_processor_count
     hist_cubes = cj.cdiv(n, dim * s["hist"])
 

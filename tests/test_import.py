@@ -129,6 +129,37 @@ def test_the_first_specialisation_reads_the_source_a_definition_left(tmp_path: P
     assert str(found["id"]).startswith("kernels.saxpy[256x1x1]#")
 
 
+TUNER = """
+import cubejit as cj
+
+tuner = cj.Tuner(
+    "startup.only",
+    key=lambda n: cj.anchor(n),
+    candidates=[cj.Tunable("only", lambda client, n: None)],
+)
+"""
+
+
+def test_a_tuner_made_at_import_imports_nothing_tuning_needs(tmp_path: Path) -> None:
+    (tmp_path / "tuned.py").write_text(TUNER)
+    found = fresh(
+        "import json, sys\nimport tuned\nprint(json.dumps(sorted(sys.modules)))",
+        PYTHONPATH=f"{ROOT}{os.pathsep}{tmp_path}",
+    )
+    assert isinstance(found, list)
+    assert "cubejit.tune.tuner" in found
+    tuning = (
+        "cubejit.config",
+        "cubejit.tune.identity",
+        "cubejit.tune.store",
+        "logging",
+        "socket",
+        "hashlib",
+        *HEAVY,
+    )
+    assert [m for m in tuning if m in found] == []
+
+
 def test_every_name_of_cubejit_is_there_and_from_cubejit_import_works() -> None:
     found = fresh(
         "import json, cubejit as cj\n"

@@ -34,6 +34,22 @@ class CompilationError(CubejitError):
         self.source = source
 
 
+LOG_TAIL_BYTES = 64 * 1024
+"""How much of a platform compiler's output a message quotes; the whole log stays on the
+error's ``log``."""
+
+
+def log_tail(log: str) -> str:
+    """The end of ``log`` a message quotes: all of it when short, else its last
+    :data:`LOG_TAIL_BYTES` after a line saying how much was left out (the end of a compiler's
+    output says why it failed; the start is mostly warnings)."""
+    data = log.encode("utf-8", "replace")
+    if len(data) <= LOG_TAIL_BYTES:
+        return log
+    kept = data[-LOG_TAIL_BYTES:].decode("utf-8", "ignore")
+    return f"[{len(data) - LOG_TAIL_BYTES} bytes of the log before this left out]\n{kept}"
+
+
 class ValidationError(CompilationError):
     """A kernel breaks a rule of the IR or a limit of the device it is compiled for
     (too many units per cube, a cube dimension beyond the device's maximum)."""

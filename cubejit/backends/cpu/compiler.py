@@ -29,7 +29,7 @@ from cubejit.backends.cpu.layout import variant_parts
 from cubejit.backends.cpu.process import run_bounded
 from cubejit.backends.cpu.vector_math import link_libraries
 from cubejit.compile.id import ArtifactId
-from cubejit.errors import CompilationError, ValidationError
+from cubejit.errors import CompilationError, ValidationError, log_tail
 from cubejit.ir.types import TensorType
 from cubejit.ir.validate import validate_for
 from cubejit.runtime.layout import ParamSlot, contiguity, kernel_slots
@@ -188,7 +188,7 @@ def _run_compiler(command: list[str], work: Path, timeout: float, lowered: CpuLo
         )
     if finished.returncode != 0:
         raise lowered.failed(
-            f"the C compiler failed (exit status {finished.returncode}):\n{finished.log}",
+            f"the C compiler failed (exit status {finished.returncode}):\n{log_tail(finished.log)}",
             finished.log,
         )
     return finished.log

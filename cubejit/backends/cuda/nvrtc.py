@@ -23,7 +23,7 @@ import re
 import sys
 from pathlib import Path
 
-from cubejit.errors import BackendUnavailableError, CompilationError
+from cubejit.errors import BackendUnavailableError, CompilationError, log_tail
 
 INSTALL_HINT = "pip install 'cubejit[cuda]'"
 """What a user without the CUDA packages runs; every message about them says it."""
@@ -182,7 +182,7 @@ def compile_to_cubin_and_ptx(
             log = _program_log(program)
             what = f"kernel {kernel}" if kernel else "a kernel"
             raise CompilationError(
-                f"NVRTC could not compile {what} for {arch}:\n{log}",
+                f"NVRTC could not compile {what} for {arch}:\n{log_tail(log)}",
                 kernel=kernel,
                 log=log,
                 source=source,

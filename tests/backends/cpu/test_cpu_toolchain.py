@@ -71,6 +71,20 @@ def test_a_compiler_that_exits_is_done_at_once_and_the_helper_it_left_is_killed(
     assert ended(int(pid_file.read_text()))
 
 
+def test_a_huge_compiler_log_is_kept_once_and_a_message_quotes_only_its_end(
+    tmp_path: Path,
+) -> None:
+    noisy = "yes 'kernel.c:1:1: warning: fake noise' | head -c 1000000\n"
+    cc = fake_cc(tmp_path, "noisy", f"{noisy}echo 'kernel.c:9:9: error: the real cause'\nexit 1")
+    compiler = CpuCompiler(toolchain=toolchain(tmp_path, cc, 20.0))
+    with pytest.raises(CompilationError) as caught:
+        compiler.finalize(None, LOWERED)  # type: ignore[arg-type]
+    message, log = str(caught.value), caught.value.log or ""
+    assert len(log) > 1_000_000 and log.rstrip().endswith("the real cause")
+    assert len(message.encode()) < 66 * 1024
+    assert message.rstrip().endswith("the real cause") and "bytes of the log before" in message
+
+
 def test_a_compiler_past_the_timeout_is_not_waited_on_for_a_helper_that_left_its_group(
     tmp_path: Path,
 ) -> None:

@@ -1,10 +1,10 @@
 """Cooperation beside its peers: a cube-wide sum and a privatised histogram, on the CPU and CUDA.
 
-- Sum of ``2**28`` f32, read as a tensor of rows of ``CUBE_DIM``: each cube sums ``R * U``
-  rows (each unit its column, ``U`` rows a round, ``R`` rounds), its planes reduce with
+- Sum of ``2**28`` f32, read as a tensor of rows of ``CUBE_DIM`` lines: a launch of a few
+  cubes per core or multiprocessor takes the rows grid-stride, each unit its line of ``rows``
+  rows a round (16-byte loads on CUDA) into a line of accumulators; its planes reduce with
   ``plane_sum``, their first lanes meet in shared memory, and one atomic per cube adds the
-  cube's total. Against ``numpy.sum``
-  on the CPU and ``torch.sum`` on CUDA, as bandwidth.
+  cube's total. Against ``numpy.sum`` on the CPU and ``torch.sum`` on CUDA, as bandwidth.
 - A 256-bin histogram of ``2**28`` u32, counted in shared memory (atomics there) and added to
   the global bins once per cube. Against ``numpy.bincount`` and ``torch.bincount``.
 - On the CPU, the region-split sum beside the same sum written without barriers: one unit per
@@ -23,6 +23,7 @@ import argparse
 import statistics
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -34,35 +35,36 @@ BINS = 256
 
 @cj.kernel
 def cube_sum(
-    x: cj.Tensor[cj.f32, 2],
+    x: cj.Tensor[cj.Line[cj.f32], 2],
     out: cj.Array[cj.Atomic[cj.f32]],
-    R: cj.Comptime[int],
-    U: cj.Comptime[int],
+    K: cj.Comptime[int],
 ):
-    """``x`` as rows of ``CUBE_DIM`` elements: cube ``c`` sums rows ``c * R * U`` onwards, unit
-    ``u`` column ``u``, ``U`` rows a round for ``R`` rounds."""
+    """``x`` as rows of ``CUBE_DIM`` lines, taken grid-stride: in each round cube ``c`` sums
+    rows ``c``, ``c + CUBE_COUNT``... (``K`` of them, loads independent of one another), unit
+    ``u`` line ``u`` of each, into one line of accumulators; then the lanes, the plane, the
+    cube, and one atomic per cube."""
     partial = cj.SharedMemory[cj.f32](cj.CUBE_DIM // cj.PLANE_DIM + 1)
     u = cj.UNIT_POS
     rows = x.shape(0)
-    first = cj.CUBE_POS * (R * U)
-    acc = 0.0
-    if first + R * U <= rows:
-        for r in range(R):
-            for k in cj.unroll(range(U)):
-                acc += x[first + cj.u32(r) * U + k, u]
-    else:
-        for r in range(R):
-            for k in cj.unroll(range(U)):
-                row = first + cj.u32(r) * U + k
-                if row < rows:
-                    acc += x[row, u]
-    total = cj.plane_sum(acc)
+    cubes = cj.CUBE_COUNT
+    acc = cj.line(cj.f32(0.0), x.line_size())
+    rounds = rows // (cubes * K)
+    for r in range(rounds):
+        first = r * (cubes * K) + cj.CUBE_POS
+        for k in cj.unroll(range(K)):
+            acc += x[first + cj.u32(k) * cubes, u]
+    for row in range(rounds * (cubes * K) + cj.CUBE_POS, rows, cubes):
+        acc += x[row, u]
+    own = cj.f32(0.0)
+    for k in cj.unroll(range(x.line_size())):
+        own += acc[k]
+    total = cj.plane_sum(own)
     if cj.UNIT_POS_PLANE == 0:
         partial[u // cj.PLANE_DIM] = total
     cj.sync_cube()
     if cj.UNIT_POS < cj.PLANE_DIM:
         planes = cj.cdiv(cj.CUBE_DIM, cj.PLANE_DIM)
-        w = 0.0
+        w = cj.f32(0.0)
         for p in range(u, planes, cj.PLANE_DIM):
             w += partial[p]
         s = cj.plane_sum(w)
@@ -107,10 +109,24 @@ def histogram(x: cj.Array[cj.u32], bins: cj.Array[cj.Atomic[cj.u32]], R: cj.Comp
 
 
 SETTINGS = {
-    "cpu": {"dim": 256, "sum": (32, 8), "hist": 64, "serial": 65536},
-    "cuda": {"dim": 256, "sum": (8, 8), "hist": 64},
+    "cpu": {"dim": 256, "hist": 64, "serial": 65536},
+    "cuda": {"dim": 256, "hist": 64},
 }
-"""Cube size, the sum's rounds and elements a round, the histogram's elements per unit."""
+"""Cube size and the histogram's elements per unit, the serial sum's elements per cube."""
+
+SUM_SETTINGS = {
+    "cpu": {"units": 1024, "cubes": 128, "rows": 4, "lanes": 1},
+    "cuda": {"units": 256, "cubes per SM": 8, "rows": 4, "lanes": 4},
+}
+"""The sum's units per cube, cubes (on CUDA per multiprocessor, enough to keep every one
+busy), rows a round and lanes per line: 16-byte loads on CUDA; on the CPU one lane, so that
+units are adjacent elements, which the C compiler vectorises across."""
+
+
+def sum_view(x: Any, units: int, lanes: int) -> Any:
+    """``x`` (a numpy array or torch tensor whose length ``units * lanes`` divides) as rows of
+    ``units`` lines of ``lanes``."""
+    return cj.lined(x.reshape(-1, units * lanes), lanes)
 
 
 def interleaved_medians(
@@ -138,15 +154,14 @@ def cpu_rows(n: int, repeat: int) -> list[Row]:
     x = rng.random(n, dtype=np.float32)
     values = rng.integers(0, BINS, n, dtype=np.uint32)
     out = np.zeros(1, np.float32)
-    r, u = s["sum"]
-    rows = x.reshape(-1, dim)
-    sum_cubes = cj.cdiv(n // dim, r * u)
+    t = SUM_SETTINGS["cpu"]
+    rows = sum_view(x, t["units"], t["lanes"])
     serial_cubes = cj.cdiv(n, s["serial"])
     bins = np.zeros(BINS, np.uint32)
     hist_cubes = cj.cdiv(n, dim * s["hist"])
 
     def cj_sum() -> None:
-        cube_sum.launch(client, sum_cubes, dim, rows, out, R=r, U=u)
+        cube_sum.launch(client, t["cubes"], t["units"], rows, out, K=t["rows"])
 
     def cj_serial() -> None:
         serial_sum.launch(client, serial_cubes, 1, x, out, C=s["serial"])
@@ -214,13 +229,13 @@ def cuda_rows(n: int, repeat: int) -> list[Row]:
     bins = client.to_device(np.zeros(BINS, np.uint32))
     tx = torch.from_numpy(host_x).cuda()
     tv = torch.from_numpy(host_values.astype(np.int32)).cuda()
-    r, u = s["sum"]
-    rows = tx.reshape(-1, dim)
-    sum_cubes = cj.cdiv(n // dim, r * u)
+    t = SUM_SETTINGS["cuda"]
+    rows = sum_view(tx, t["units"], t["lanes"])
+    sum_cubes = t["cubes per SM"] * torch.cuda.get_device_properties(0).multi_processor_count
     hist_cubes = cj.cdiv(n, dim * s["hist"])
 
     def cj_sum() -> None:
-        cube_sum.launch(client, sum_cubes, dim, rows, out, R=r, U=u)
+        cube_sum.launch(client, sum_cubes, t["units"], rows, out, K=t["rows"])
 
     def cj_hist() -> None:
         histogram.launch(client, hist_cubes, dim, values, bins, R=s["hist"])

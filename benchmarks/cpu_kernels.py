@@ -7,7 +7,8 @@ Prints one table: the median time of each contender and its ratio to numpy (abov
 faster than numpy). Numba's ``@njit(parallel=True)`` joins when it is installed. The 2-D cases
 run ``out = a * x + y`` on square tensors of as many elements as the 1-D saxpy, ``x`` contiguous
 or transposed (a view, no copy; numpy computes ``a * x.T + y``); a last line gives the
-contiguous 2-D case against the 1-D saxpy. Kernels are
+contiguous 2-D case against the 1-D saxpy, and another the bounds-checked saxpy
+(``cj checked``, a client with ``check_bounds=True``) against the unchecked one. Kernels are
 compiled (and Numba's functions jitted) before timing starts; within a case the contenders take
 turns, so load from other processes falls on each alike.
 
@@ -73,6 +74,10 @@ def lined_tanh_chain(
         out[i] = cj.tanh(a * x[i] + y[i]) * z[i]
 
 
+CHECKED = "cj checked"
+"""The contender running saxpy's bounds-checked variant on a checked client."""
+
+
 def interleaved_medians(runs: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
     """The median time of each of ``runs``, taking turns, so that load from other processes
     falls on every contender alike."""
@@ -126,6 +131,11 @@ def main() -> None:
     def cj_saxpy() -> None:
         saxpy.launch(client, cubes, 256, a, x, y, out)
 
+    checked = cj.client("cpu", check_bounds=True)
+
+    def cj_saxpy_checked() -> None:
+        saxpy.launch(checked, cubes, 256, a, x, y, out)
+
     def cj_chain() -> None:
         tanh_chain.launch(client, cubes, 256, a, x, y, z, out)
 
@@ -137,6 +147,9 @@ def main() -> None:
     def cj_lined_chain() -> None:
         lined_tanh_chain.launch(client, line_cubes, 256, a, x, y, z, out)
 
+    cj_saxpy_checked()
+    np.testing.assert_allclose(out, a * x + y, rtol=1e-6)
+    out[...] = 0.0
     cj_saxpy()
     np.testing.assert_allclose(out, a * x + y, rtol=1e-6)
     cj_chain()
@@ -151,6 +164,7 @@ def main() -> None:
     saxpy_runs: dict[str, Callable[[], object]] = {
         "numpy": lambda: a * x + y,
         "cubejit": cj_saxpy,
+        CHECKED: cj_saxpy_checked,
         "cj lined": cj_lined_saxpy,
     }
     chain_runs: dict[str, Callable[[], object]] = {
@@ -230,6 +244,11 @@ def main() -> None:
     print(
         f"2-D contiguous ({side}x{side}) against the 1-D saxpy: "
         f"{ours['saxpy'] / ours['2-D contiguous']:.2f}x (1.00 = as fast)"
+    )
+    checked_s = next(s for case, who, s in rows if case == "saxpy" and who == CHECKED)
+    print(
+        f"checked saxpy (CUBEJIT_CHECK_BOUNDS) against the unchecked one: "
+        f"{checked_s / ours['saxpy']:.2f}x the time (1.00 = as fast)"
     )
 
 

@@ -26,7 +26,9 @@ It measures, and prints as one table with ratios:
   apart, so accesses stay coalesced), loading all eight before storing. The 2-D cases run
   ``out = a * x + y`` on 16384x16384 ``cj.Tensor`` arguments (as many elements as the 1-D
   saxpy), ``x`` contiguous (cubes of one row of 256 units) or a transposed view of a buffer
-  (``__cuda_array_interface__`` strides, no copy; cubes of 32x32 and 32x8 units).
+  (``__cuda_array_interface__`` strides, no copy; cubes of 32x32 and 32x8 units). The
+  bounds-checked saxpy (a client with ``check_bounds=True``, which reads its record after each
+  launch, so each launch waits for the one before) runs beside the unchecked one.
 
 - **lines**: saxpy on 2**28 ``cj.Line[cj.f32]`` and ``cj.Line[cj.f16]`` elements written
   naturally (one line per unit: the launch chooses 4 lanes of f32 or 8 of f16, 16 bytes each),
@@ -310,6 +312,10 @@ def parallel_compile(kernels: int, steps: int) -> dict[str, float]:
     return results
 
 
+CHECKED_SAXPY = "saxpy, 256 units per cube, bounds-checked"
+"""The row of the checked saxpy (CUBEJIT_CHECK_BOUNDS), beside the unchecked one."""
+
+
 def bandwidth() -> dict[str, float]:
     from cuda.bindings import driver
 
@@ -386,6 +392,10 @@ def bandwidth() -> dict[str, float]:
         rates[name] = 12 * n / seconds
     seconds = timed(lambda: saxpy.launch(client, n // 256, 256, 2.0, x, out, out))
     rates["saxpy, 256 units per cube, out is y (plain form)"] = 12 * n / seconds
+    checked = cj.client("cuda", check_bounds=True)
+    seconds = timed(lambda: saxpy.launch(checked, n // 256, 256, 2.0, x, y, out))
+    assert np.allclose(client.read(out)[-1000:], 3 * host[-1000:])
+    rates[CHECKED_SAXPY] = 12 * n / seconds
     side = 1 << 14
     shaped = (side, side)
     x2, y2 = client.to_device(host.reshape(shaped)), client.to_device(host.reshape(shaped))
@@ -603,6 +613,8 @@ def bandwidth_rows() -> list[Row]:
             ratio = f"{rate / copy:.1%} of copy (target >= 50%)"
         elif name.startswith("2-D saxpy, contiguous"):
             ratio = f"{rate / flat:.1%} of the 1-D saxpy (target >= 95%)"
+        elif name == CHECKED_SAXPY:
+            ratio = f"{flat / rate:.2f}x the unchecked saxpy's time"
         rows.append((f"2**28 f32 {name}", show(rate, "GB/s", 1e-9), "", "", ratio))
     rows.append(("2**28 f32 device-to-device copy", show(copy, "GB/s", 1e-9), "", "", ""))
     return rows

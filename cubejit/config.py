@@ -59,6 +59,9 @@ class Settings:
     """The C compiler of the CPU backend (``CC``)."""
     march_native: bool = True
     """Whether CPU code is built for this host's CPU (``CUBEJIT_MARCH_NATIVE``)."""
+    check_bounds: bool = False
+    """Whether clients launch checked variants, every access compared with its buffer's
+    length (``CUBEJIT_CHECK_BOUNDS``)."""
     tune_budget: float = 2.0
     """Seconds of timed runs a tuner spends on one tuning key (``CUBEJIT_TUNE_BUDGET``)."""
     source: Path | None = None
@@ -79,6 +82,7 @@ _FIELDS: dict[str, tuple[str, type]] = {
     "store_timeout": ("CUBEJIT_STORE_TIMEOUT", float),
     "cc": ("CC", str),
     "march_native": ("CUBEJIT_MARCH_NATIVE", bool),
+    "check_bounds": ("CUBEJIT_CHECK_BOUNDS", bool),
     "tune_budget": ("CUBEJIT_TUNE_BUDGET", float),
 }
 

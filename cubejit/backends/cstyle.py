@@ -25,6 +25,7 @@ from typing import assert_never
 from cubejit.backends.cstyle_helpers import helper_definitions
 from cubejit.backends.cstyle_lines import lane_access, line_widths, plan_run, struct_name
 from cubejit.backends.cstyle_ops import ARITH, COMPARE, FLOAT_MATH, WRAPPING
+from cubejit.backends.inspection import c_string, literal_text, print_format, widened
 from cubejit.errors import UnsupportedError
 from cubejit.ir import nodes as ir
 from cubejit.ir.traversal import walk_exprs
@@ -41,6 +42,7 @@ from cubejit.ir.types import (
     u64,
 )
 from cubejit.ir.types import bool_ as bool_t
+from cubejit.ir.values import Item
 
 INDENT = "    "
 
@@ -176,6 +178,12 @@ class Dialect:
     def plane(self, fn: ir.PlaneFn, t: Scalar, args: list[str], call: Call) -> str:
         """The expression computing plane operation ``fn`` (its result a ``t``)."""
         raise UnsupportedError(f"this backend has no {fn.value}")
+
+    def print_line(self, format_: str, args: list[str], helpers: set[tuple[str, Scalar]]) -> str:
+        """The call printing ``format_`` (a C string literal, ``printf``'s conversions) with
+        ``args``; it adds to ``helpers`` what it calls."""
+        helpers.add(("print", bool_t))
+        return f"cj_print({', '.join((format_, *args))})"
 
     def own_helper(self, helper: str, t: Scalar) -> str | None:
         """The definition of a helper this dialect's :meth:`atomic` or :meth:`plane` calls,
@@ -455,8 +463,25 @@ class Walker:
             t = self.kernel_type(s.result)
             args = [self.expr(a) for a in s.args]
             self.line(depth, f"{self.var(s.result)} = {self.d.plane(s.fn, t, args, self.call)};")
+        elif isinstance(s, ir.Print):
+            self.line(depth, f"{self.print_call(s)};")
+        elif isinstance(s, ir.BoundsFailure):
+            self.helpers.add(("bounds_failure", i64))
+            index, length = self.expr(s.index), self.expr(s.length)
+            self.line(depth, f"cj_bounds_failure({s.site}, {index}, {length});")
         else:
             assert_never(s)
+
+    def print_call(self, s: ir.Print) -> str:
+        """The call writing ``s``'s line (see :mod:`cubejit.backends.inspection`)."""
+        text, args = literal_text(s.text[0]), []
+        for arg, after in zip(s.args, s.text[1:], strict=True):
+            wide = widened(arg.type, f64, i64, u64)
+            value = self.expr(arg if wide == arg.type else ir.Cast(arg, wide))
+            format_, values = print_format(Item(arg.type), [value])
+            text += format_ + literal_text(after)
+            args += values
+        return self.d.print_line(c_string(text + "\n"), args, self.helpers)
 
     def atomic(self, s: ir.Atomic, depth: int) -> None:
         t = self.element(s.array)

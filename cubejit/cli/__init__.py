@@ -14,10 +14,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from cubejit.cli import demo, doctor, env, explain, records, tune, warm
+from cubejit.cli import demo, doctor, env, explain, records, show, tune, warm
 from cubejit.errors import CubejitError
 
-COMMANDS = (demo, warm, env, explain, tune, records, doctor)
+COMMANDS = (demo, warm, show, env, explain, tune, records, doctor)
 """The modules of the command groups, in the order ``--help`` lists them."""
 
 

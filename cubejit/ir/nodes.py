@@ -27,7 +27,7 @@ only valid IR and a pass must leave it valid.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cubejit.ir.types import ArrayType, BufferType, Scalar, TensorType, Type, u32
 
@@ -295,6 +295,9 @@ class Load:
     array: str
     index: Expr
     type: Scalar
+    where: str = field(default="", compare=False)
+    """``file:line`` of the access in the kernel's source, for messages (a checked launch's
+    :class:`LaunchError`); never part of the node's equality or of any emitted text."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -385,6 +388,8 @@ class Store:
     array: str
     index: Expr
     value: Expr
+    where: str = field(default="", compare=False)
+    """As :attr:`Load.where`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -469,6 +474,8 @@ class Atomic:
     index: Expr
     args: tuple[Expr, ...]
     result: str | None
+    where: str = field(default="", compare=False)
+    """As :attr:`Load.where`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -557,6 +564,30 @@ class PlaneOp:
     where: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class Print:
+    """Writes one line to the process's output: ``text[0]``, ``args[0]``, ``text[1]``, ...,
+    ``text[-1]``, then a newline (``len(text) == len(args) + 1``). Each unit that runs it
+    writes its own whole line; lines of different units never mix, in an order the language
+    leaves open. Integers print in decimal, bools as ``True``/``False``, floats as C's ``%g``.
+    ``where`` (``file:line``) is for messages only."""
+
+    text: tuple[str, ...]
+    args: tuple[Expr, ...]
+    where: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class BoundsFailure:
+    """Records an access out of bounds as the launch's failure, when it is the first: check
+    site ``site`` (numbered by :func:`cubejit.ir.bounds.checked`), the ``index`` (``i64``) and
+    the ``length`` (``i64``). Only a checked variant holds it, followed by a ``Return``."""
+
+    site: int
+    index: Expr
+    length: Expr
+
+
 Stmt = (
     Assign
     | Store
@@ -570,6 +601,8 @@ Stmt = (
     | SyncCube
     | SyncPlane
     | PlaneOp
+    | Print
+    | BoundsFailure
 )
 
 

@@ -17,6 +17,7 @@ from cubejit.ir.nodes import (
     Binary,
     BinaryOp,
     Bitcast,
+    BoundsFailure,
     Break,
     Cast,
     Const,
@@ -29,6 +30,7 @@ from cubejit.ir.nodes import (
     Math,
     PlaneOp,
     PositionOf,
+    Print,
     RangeFor,
     Return,
     Select,
@@ -160,8 +162,21 @@ def _stmt(stmt: Stmt, depth: int, lines: list[str]) -> None:
     elif isinstance(stmt, PlaneOp):
         args = ", ".join(print_expr(a) for a in stmt.args)
         lines.append(f"{pad}{stmt.result} = {stmt.fn.value}({args})")
+    elif isinstance(stmt, Print):
+        lines.append(f"{pad}print({_print_items(stmt)})")
+    elif isinstance(stmt, BoundsFailure):
+        index, length = print_expr(stmt.index), print_expr(stmt.length)
+        lines.append(f"{pad}bounds_failure(site={stmt.site}, index={index}, length={length})")
     else:
         assert_never(stmt)
+
+
+def _print_items(stmt: Print) -> str:
+    """A print statement's line as its parts: each text piece quoted, each value printed."""
+    parts = [repr(stmt.text[0])]
+    for arg, text in zip(stmt.args, stmt.text[1:], strict=True):
+        parts += [print_expr(arg), repr(text)]
+    return ", ".join(p for p in parts if p != "''")
 
 
 def _const(const: Const) -> tuple[str, int]:

@@ -4,7 +4,8 @@ merges or drops code.
 Expressions are pure; their only contact with memory is reading buffers. Statements carry every
 effect: a store writes a buffer, an assignment writes a unit's own name, ``break``/``continue``/
 ``return`` leave, and (in later statement kinds) a barrier synchronises and a plane operation
-needs its plane converged. :func:`traits` answers for one statement, nested blocks included;
+needs its plane converged; a print (and a checked variant's bounds failure) writes output seen
+outside the kernel's buffers. :func:`traits` answers for one statement, nested blocks included;
 a pass that reorders (CUDA's loads before stores), duplicates (coarsening) or skips code (the
 hoisted bounds guard) checks the answer and refuses or adapts, rather than relying on a promise
 that nothing has an effect. The dispatch over node kinds here ends in ``assert_never``: a new
@@ -66,6 +67,10 @@ class Traits:
     operation); None when it may run in any subset of units."""
     exits: frozenset[Exit] = frozenset()
     """Where it may leave: out of the innermost enclosing loop, or out of the unit."""
+    outputs: bool = False
+    """Whether it writes what is seen outside the kernel's buffers: a line of the process's
+    output, the launch's bounds-check record. A pass never duplicates, reorders or drops
+    such a statement, so running it is never local."""
 
     @property
     def is_local(self) -> bool:
@@ -76,6 +81,7 @@ class Traits:
             and self.synchronises is None
             and self.converged is None
             and not self.exits
+            and not self.outputs
         )
 
     def spaces(self) -> frozenset[MemorySpace]:
@@ -91,6 +97,7 @@ class Traits:
             _widest(self.synchronises, other.synchronises),
             _widest(self.converged, other.converged),
             self.exits | other.exits,
+            self.outputs or other.outputs,
         )
 
 
@@ -181,10 +188,13 @@ def _effect(s: ir.Stmt, values: Mapping[str, Value]) -> Traits:
         return Traits(synchronises=Group.PLANE, converged=Group.PLANE)
     if isinstance(s, ir.PlaneOp):
         return Traits(assigns=frozenset((s.result,)), converged=Group.PLANE)
+    if isinstance(s, ir.Print | ir.BoundsFailure):
+        return _OUTPUT
     assert_never(s)
 
 
 _NOTHING = Traits()
+_OUTPUT = Traits(outputs=True)
 _LOOP_EXITS = frozenset((Exit.BREAK, Exit.CONTINUE))
 
 
@@ -208,7 +218,9 @@ def traits(s: ir.Stmt, values: Mapping[str, Value]) -> Traits:
         | ir.Atomic
         | ir.SyncCube
         | ir.SyncPlane
-        | ir.PlaneOp,
+        | ir.PlaneOp
+        | ir.Print
+        | ir.BoundsFailure,
     ):
         assert_never(s)
     return result

@@ -172,7 +172,7 @@ class _Analysis:
         elif isinstance(s, ir.Atomic):
             if s.result is not None:
                 self.assign(s.result, Uniform.UNIT)
-        elif isinstance(s, ir.SyncCube | ir.SyncPlane):
+        elif isinstance(s, ir.SyncCube | ir.SyncPlane | ir.Print | ir.BoundsFailure):
             pass
         elif isinstance(s, ir.PlaneOp):
             level = Uniform.PLANE if s.fn.is_plane_uniform else Uniform.UNIT

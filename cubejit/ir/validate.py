@@ -25,6 +25,7 @@ from cubejit.ir.nodes import (
     Binary,
     BinaryOp,
     Bitcast,
+    BoundsFailure,
     Break,
     Cast,
     Const,
@@ -40,6 +41,7 @@ from cubejit.ir.nodes import (
     PlaneOp,
     Position,
     PositionOf,
+    Print,
     RangeFor,
     Return,
     Select,
@@ -58,7 +60,7 @@ from cubejit.ir.nodes import (
 from cubejit.ir.printer import print_expr, print_stmt
 from cubejit.ir.traits import own_traits
 from cubejit.ir.traversal import is_expr, is_stmt, walk_stmts
-from cubejit.ir.types import ArrayType, BufferType, Kind, Scalar, TensorType, bool_, u32
+from cubejit.ir.types import ArrayType, BufferType, Kind, Scalar, TensorType, bool_, i64, u32
 from cubejit.ir.values import declared
 
 _ARITY = {
@@ -209,6 +211,16 @@ class _Checker:
             self.atomic(stmt)
         elif isinstance(stmt, PlaneOp):
             self.plane(stmt)
+        elif isinstance(stmt, Print):
+            if len(stmt.text) != len(stmt.args) + 1 or not all(
+                isinstance(t, str) for t in stmt.text
+            ):
+                _fail("a print has one text piece more than it has values")
+            for arg in stmt.args:
+                self.expr(arg)
+        elif isinstance(stmt, BoundsFailure):
+            self.expect(stmt.index, i64, "the index of a bounds failure")
+            self.expect(stmt.length, i64, "the length of a bounds failure")
         elif not isinstance(stmt, Return | SyncCube | SyncPlane):
             assert_never(stmt)
 

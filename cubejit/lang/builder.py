@@ -97,6 +97,11 @@ class Builder:
         self.emit(Assign(name, value))
         return Var(name, value.type)
 
+    def where(self, node: ast.AST) -> str:
+        """``file:line`` of ``node`` in the source it was translated from (an inlined
+        function's own file), for the IR nodes that carry their place."""
+        return f"{self.frame.source.file}:{self.frame.source.place(node)[0]}"
+
     def apply_rule(self, kind: str, node: ast.AST) -> Any:
         """``node`` translated by the rule for its syntax, the method ``<kind>_<node type>``
         (``expr_BinOp``, ``stmt_If``); syntax without a rule is named as unsupported. A problem

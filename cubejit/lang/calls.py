@@ -21,6 +21,7 @@ from cubejit.ir.nodes import (
     Length,
     Math,
     MathFn,
+    Print,
     Select,
     Shape,
     Stride,
@@ -55,7 +56,6 @@ _INSTEAD = {
     builtins.bool: "a comparison, or cj.bool_(x)",
     builtins.len: "`a.len()`",
     builtins.pow: "`x ** y`, or cj.pow(x, y) on floats",
-    builtins.print: "nothing: kernels cannot print; write values to an array and read it",
     builtins.range: "`range(...)` only as the iterable of a `for`",
     intrinsics.unroll: "`cj.unroll(range(N))` only as the iterable of a `for`",
 }
@@ -85,6 +85,8 @@ class CallRules(CooperationRules):
             return self.inline(obj, node)
         if isinstance(obj, Collective):
             return self.collective(obj, node)
+        if obj is builtins.print:
+            return self.print_call(node)
         if any(isinstance(a, ast.Starred) for a in node.args) or node.keywords:
             raise Problem(
                 f"`{callee.spelling}` takes positional arguments only, in `{text}`",
@@ -137,6 +139,38 @@ class CallRules(CooperationRules):
             f"(cj.f32(x)), cj math functions and @cj.function functions",
             unsupported=True,
         )
+
+    def print_call(self, node: ast.Call) -> Value:
+        """``print(a, b, ...)``: strings and constants become the line's text, scalars its
+        values, separated by spaces as Python's ``print`` does."""
+        if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+            raise Problem(
+                "`print(...)` in a kernel takes positional strings and values only",
+                unsupported=True,
+            )
+        text = [""]
+        args: list[Expr] = []
+        for k, arg in enumerate(node.args):
+            if k:
+                text[-1] += " "
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                text[-1] += arg.value
+                continue
+            value = self.expr(arg)
+            if isinstance(value, Literal):
+                text[-1] += str(value.value)
+            elif isinstance(value, PyObject) and isinstance(value.obj, str | bool | int | float):
+                text[-1] += str(value.obj)
+            elif isinstance(value, PyObject | ArrayRef):
+                raise Problem(
+                    f"`{ast.unparse(arg)}` cannot be printed; a kernel prints strings and "
+                    f'scalars, e.g. `print("x =", x[i])`'
+                )
+            else:
+                args.append(value)
+                text.append("")
+        self.emit(Print(tuple(text), tuple(args), self.where(node)))
+        return PyObject(None, "print(...)")
 
     def buffer_method(self, ref: ArrayRef, method: str, node: ast.Call) -> Value:
         """``a.len()``, and a tensor's ``t.rank()``, ``t.shape(d)``, ``t.stride(d)`` and

@@ -162,7 +162,7 @@ class CooperationRules(ExpressionRules):
             index = self.check_index(first, element.slice)
         args = tuple(coerce(v, elem, f"the value of `.{method}`") for v in values)
         result = None if op is AtomicOp.STORE else self.declare("old", elem)
-        self.emit(Atomic(op, ref.name, index, args, result))
+        self.emit(Atomic(op, ref.name, index, args, result, self.where(node)))
         if result is None:
             return PyObject(None, f"{text}")
         return Var(result, elem)

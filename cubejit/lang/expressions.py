@@ -320,7 +320,10 @@ class ExpressionRules(Builder):
         if isinstance(array.type, TensorType):
             nodes = tensor_index_nodes(array, node)
             return Load(
-                array.name, self.tensor_index(array, nodes, self.operands(nodes)), array.type.elem
+                array.name,
+                self.tensor_index(array, nodes, self.operands(nodes)),
+                array.type.elem,
+                self.where(node),
             )
         if isinstance(node.slice, ast.Slice | ast.Tuple):
             raise Problem(
@@ -328,7 +331,7 @@ class ExpressionRules(Builder):
                 "`a[i]`; compute a flat index for 2-D data",
                 unsupported=True,
             )
-        return Load(array.name, self.index(node.slice), array.type.elem)
+        return Load(array.name, self.index(node.slice), array.type.elem, self.where(node))
 
     def line_load(self, ref: ArrayRef, node: ast.Subscript) -> LineValue:
         """``x[i]`` of a ``cj.Line[T]`` buffer: its line ``i``, one load per lane."""

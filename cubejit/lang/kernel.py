@@ -133,6 +133,16 @@ class KernelSpec:
                 ir = self._ir[plane_dim]
         return ir
 
+    def show(
+        self, form: str = "source", backend: str = "cpu", checked: bool = False, arch: str = ""
+    ) -> None:
+        """Prints what cubejit generates for this specialisation: ``"ir"``, ``"source"`` (the
+        C or CUDA C++ of ``backend``), ``"ptx"`` or ``"sass"`` (CUDA's, for ``arch``), of the
+        checked variant when ``checked`` (see :mod:`cubejit.backends.show`)."""
+        from cubejit.backends.show import kernel_text
+
+        print(kernel_text(self, form, backend, checked, arch))
+
     def __repr__(self) -> str:
         x, y, z = self.cube_dim
         extra = "".join(f", {k}={v!r}" for k, v in (*self.comptime.items(), *self.ranks.items()))

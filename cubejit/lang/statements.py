@@ -175,16 +175,16 @@ class StatementRules(JumpRules, CallRules):
             indices = tuple(
                 self.spill(i, "index") if contains_load(i) else i for i in load.index.indices
             )
-            load = Load(load.array, TensorIndex(load.index.tensor, indices), load.type)
+            load = Load(load.array, TensorIndex(load.index.tensor, indices), load.type, load.where)
         elif contains_load(load.index):
-            load = Load(load.array, self.spill(load.index, "index"), load.type)
+            load = Load(load.array, self.spill(load.index, "index"), load.type, load.where)
         current, rhs = self.operands([node.value], done=[load])
         value = coerce(
             binary(op, current, rhs, text),
             load.type,
             f"an element of `{ast.unparse(target.value)}`",
         )
-        self.emit(Store(load.array, load.index, value))
+        self.emit(Store(load.array, load.index, value, load.where))
         return None
 
     def assign(self, target: ast.expr, value: Value) -> None:
@@ -223,7 +223,8 @@ class StatementRules(JumpRules, CallRules):
                 element = coerce(
                     scalar, array.type.elem, f"an element of `{ast.unparse(target.value)}`"
                 )
-                self.emit(Store(array.name, self.tensor_index(array, nodes, indices), element))
+                index = self.tensor_index(array, nodes, indices)
+                self.emit(Store(array.name, index, element, self.where(target)))
                 return
             if isinstance(target.slice, ast.Slice | ast.Tuple):
                 raise self.error(
@@ -245,7 +246,8 @@ class StatementRules(JumpRules, CallRules):
             element = coerce(
                 scalar, array.type.elem, f"an element of `{ast.unparse(target.value)}`"
             )
-            self.emit(Store(array.name, self.check_index(index, target.slice), element))
+            index = self.check_index(index, target.slice)
+            self.emit(Store(array.name, index, element, self.where(target)))
             return
         if not isinstance(target, ast.Name):
             raise self.error(

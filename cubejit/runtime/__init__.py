@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 
+from cubejit import config
 from cubejit.errors import BackendUnavailableError
 from cubejit.runtime.protocol import Client
 
@@ -16,31 +17,37 @@ __all__ = ["BACKENDS", "Client", "client"]
 
 BACKENDS = ("cpu", "cuda")
 
-_clients: dict[tuple[str, int], Client] = {}
+_clients: dict[tuple[str, int, bool], Client] = {}
 _lock = threading.Lock()
 
 
-def client(backend: str = "cpu", device: int = 0) -> Client:
+def client(backend: str = "cpu", device: int = 0, check_bounds: bool | None = None) -> Client:
     """The client of ``backend`` (``"cpu"`` or ``"cuda"``) on ``device``, the same object on
-    every call. BackendUnavailableError when this machine cannot provide it."""
-    key = (backend, device)
+    every call. BackendUnavailableError when this machine cannot provide it.
+
+    ``check_bounds=True`` gives a client that launches each kernel's checked variant (see
+    :mod:`cubejit.runtime.checking`): an access out of bounds raises LaunchError after the
+    launch. None (the default) follows the ``check_bounds`` setting
+    (``CUBEJIT_CHECK_BOUNDS``)."""
+    checked = config.settings().check_bounds if check_bounds is None else check_bounds
+    key = (backend, device, checked)
     found = _clients.get(key)
     if found is not None:
         return found
     with _lock:
         found = _clients.get(key)
         if found is None:
-            found = _clients[key] = _make(backend, device)
+            found = _clients[key] = _make(backend, device, checked)
     return found
 
 
-def _make(backend: str, device: int) -> Client:
+def _make(backend: str, device: int, check_bounds: bool) -> Client:
     if backend == "cpu":
         from cubejit.backends.cpu.client import CpuClient
 
-        return CpuClient(device)
+        return CpuClient(device, check_bounds=check_bounds)
     if backend == "cuda":
         from cubejit.backends.cuda.client import CudaClient
 
-        return CudaClient(device)
+        return CudaClient(device, check_bounds=check_bounds)
     raise BackendUnavailableError(f"no backend {backend!r}; cubejit has {', '.join(BACKENDS)}")

@@ -183,6 +183,15 @@ def wide_tile(x: cj.Array[cj.f32], out: cj.Array[cj.f32], N: cj.Comptime[int]):
         out[j] = big[N - 1 - j] + cj.f32(small[j % 3])
 
 
+@cj.kernel
+def plane_lanes(out: cj.Array[cj.u32]):
+    """Each unit's lane and plane, ``UNIT_POS_PLANE`` and ``UNIT_POS // PLANE_DIM``, with no
+    plane operation besides: the positions alone must bring what they need."""
+    i = cj.ABSOLUTE_POS
+    out[2 * i] = cj.UNIT_POS_PLANE
+    out[2 * i + 1] = cj.UNIT_POS // cj.PLANE_DIM
+
+
 def every_atomic(t: object) -> cj.Kernel:
     """A kernel doing every atomic operation ``cj.Atomic[t]`` has, on global and shared
     memory, writing each old value to ``out``: the integer bit operations on integers only."""

@@ -13,6 +13,7 @@ from cooperative_kernels import (
     histogram_2d,
     histogram_global,
     histogram_shared,
+    plane_lanes,
     plane_sum_reduction,
     stencil,
     tickets,
@@ -127,6 +128,18 @@ def test_a_reduction_through_planes_and_shared_memory_is_right_for_any_plane_siz
     out = device.put(np.zeros(1, np.float32))
     plane_sum_reduction.launch(device.client, cj.cdiv(n, cube_dim), cube_dim, device.put(x), out)
     np.testing.assert_allclose(device.get(out)[0], x.sum(dtype=np.float64), rtol=1e-4)
+
+
+@pytest.mark.parametrize("cube_dim", [64, 80])
+def test_a_kernel_reading_only_its_lane_and_plane_gets_them(device: Device, cube_dim: int) -> None:
+    cubes = 3
+    n = cubes * cube_dim
+    out = device.put(RNG.integers(100, 2**31, 2 * n).astype(np.uint32))
+    plane_lanes.launch(device.client, cubes, cube_dim, out)
+    unit = np.tile(np.arange(cube_dim, dtype=np.uint32), cubes)
+    p = device.plane_dim()
+    want = np.stack([unit % p, unit // p], axis=1).reshape(-1)
+    np.testing.assert_array_equal(device.get(out), want)
 
 
 @pytest.mark.parametrize("n", [1000, 20_000])

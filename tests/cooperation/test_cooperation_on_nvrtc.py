@@ -14,6 +14,7 @@ from cooperative_kernels import (
     histogram_2d,
     histogram_global,
     histogram_shared,
+    plane_lanes,
     plane_sum_reduction,
     stencil,
     tickets,
@@ -51,6 +52,7 @@ SPECS = [
     tickets.specialize(64),
     cas_counter.specialize(64),
     plane_sum_reduction.specialize(80),
+    plane_lanes.specialize(64),
     every_plane_op.specialize(64),
     *(every_atomic(t).specialize(32) for t in (cj.i32, cj.u32, cj.i64, cj.u64, cj.f32, cj.f64)),
 ]

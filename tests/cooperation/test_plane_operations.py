@@ -72,7 +72,8 @@ def every_plane_op(
 
 
 def _scan(planes: np.ndarray, op: np.ufunc, inclusive: bool, identity: float) -> np.ndarray:
-    done = op.accumulate(planes, axis=1)
+    """The scan in the planes' own type: integers wrap, as the language's do."""
+    done = op.accumulate(planes, axis=1, dtype=planes.dtype)
     if inclusive:
         return done
     shifted = np.roll(done, 1, axis=1)
@@ -129,6 +130,27 @@ def model(x: np.ndarray, k: np.ndarray, flags: np.ndarray, p: int) -> tuple[np.n
         np.broadcast_to(lanes == 0, bs.shape),
     ]
     return tuple(np.stack([a.reshape(-1) for a in group], axis=1) for group in (f, g, h))
+
+
+def _wrapped_i32(value: int) -> int:
+    return (value + 2**31) % 2**32 - 2**31
+
+
+def test_the_model_computes_in_the_element_type_and_wraps_as_i32_does() -> None:
+    p = 32
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0.9, 1.1, 2 * p).astype(np.float32)
+    k = rng.integers(-1000, 1000, 2 * p).astype(np.int32)
+    f, g, _ = model(x, k, np.ones(2 * p, np.uint32), p)
+    assert f.dtype == np.float32 and g.dtype == np.int32
+    for plane in range(2):
+        running, total = 1, 1
+        for lane in range(p):
+            at = plane * p + lane
+            total *= int(k[at])
+            running = _wrapped_i32(running * int(k[at]))
+            assert g[at, INT_OPS.index("inclusive_prod")] == running
+        assert g[plane * p, INT_OPS.index("prod")] == _wrapped_i32(total)
 
 
 def test_every_plane_operation_matches_a_model_of_planes(device: Device) -> None:

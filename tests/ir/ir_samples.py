@@ -8,7 +8,7 @@ the usual bounds guard (so the passes that look for a guard see one).
 from __future__ import annotations
 
 from cubejit.ir import nodes as n
-from cubejit.ir.types import ArrayType, TensorType, bool_, f32, i32, u32
+from cubejit.ir.types import ArrayType, TensorType, bool_, f32, i32, i64, u32
 
 UNIT = n.Var("i", u32)
 K = n.Var("k", i32)
@@ -60,6 +60,13 @@ SAMPLES: dict[type, tuple[n.Stmt, ...]] = {
     ),
     n.SyncCube: (n.Store("tile", n.PositionOf(n.Position.UNIT_POS), S), n.SyncCube()),
     n.SyncPlane: (n.SyncPlane(),),
+    n.Print: (n.Print(("s = ", " at ", " flag ", "%"), (S, UNIT, FLAG)),),
+    n.BoundsFailure: (
+        n.If(
+            FLAG,
+            (n.BoundsFailure(0, n.Cast(K, i64), n.Const(4, i64)), n.Return()),
+        ),
+    ),
     n.PlaneOp: (
         n.PlaneOp(n.PlaneFn.SUM, "s", (S,)),
         n.PlaneOp(n.PlaneFn.SHUFFLE_DOWN, "s", (S, n.Const(1, u32))),

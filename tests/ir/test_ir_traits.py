@@ -20,7 +20,7 @@ from cubejit.ir.traits import (
     reads_memory,
     traits,
 )
-from cubejit.ir.types import ArrayType, bool_, f32, i32, u32
+from cubejit.ir.types import ArrayType, bool_, f32, i32, i64, u32
 from cubejit.ir.values import Item, MemorySpace, ValueKind, declared
 
 KERNEL = n.KernelIR(
@@ -83,6 +83,11 @@ CASES = {
     "plane operation": (
         n.PlaneOp(n.PlaneFn.SUM, "s", (n.Load("tile", UNIT, f32),)),
         Traits(frozenset((TILE,)), assigns=frozenset(("s",)), converged=Group.PLANE),
+    ),
+    "print": (n.Print(("x = ", ""), (X_I,)), Traits(frozenset((X,)), outputs=True)),
+    "bounds failure": (
+        n.BoundsFailure(0, n.Const(9, i64), n.Const(4, i64)),
+        Traits(outputs=True),
     ),
 }
 

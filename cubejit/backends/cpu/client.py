@@ -10,6 +10,7 @@ through the client's :class:`~cubejit.compile.loader.KernelLoader`. The client i
 
 from __future__ import annotations
 
+import ctypes
 import math
 from typing import Any
 
@@ -21,6 +22,12 @@ from cubejit.backends.cpu.layout import make_variant
 from cubejit.backends.cpu.target import CpuTarget
 from cubejit.errors import BackendUnavailableError, LaunchError
 from cubejit.ir.types import Scalar, from_dtype
+from cubejit.runtime.checking import (
+    RECORD_BYTES,
+    RECORD_SYMBOL,
+    bounds_error,
+    checked_variant,
+)
 from cubejit.runtime.layout import U32_MAX, all_contiguous
 from cubejit.runtime.limits import dims3
 
@@ -36,6 +43,7 @@ class CpuClient:
         target: CpuTarget | None = None,
         loader: Any = None,
         logger: Any = None,
+        check_bounds: bool = False,
     ) -> None:
         if device != 0:
             raise BackendUnavailableError(f"the CPU backend has one device, 0; not {device!r}")
@@ -59,6 +67,12 @@ class CpuClient:
         self.logger = logger
         self._binders: dict[int, ArgBinder] = {}
         self._max_count_x = CPU_LIMITS.max_cube_count[0]
+        self.check_bounds = check_bounds
+        """Whether this client launches checked variants (:mod:`cubejit.runtime.checking`)."""
+        if check_bounds:
+            self.launch = self._launch_checked  # type: ignore[method-assign]
+            self._records: dict[int, tuple[Any, ctypes.Array[ctypes.c_char]]] = {}
+            """Each loaded checked artifact's record, by the loaded object's id (kept)."""
 
     def to_device(self, array: Any, dtype: Any = None) -> CpuBuffer:
         """A copy of ``array`` in a new 64-byte aligned, C-contiguous buffer of its shape."""
@@ -98,7 +112,8 @@ class CpuClient:
         """Queues ``spec`` for compiling (for 64-byte aligned buffers, as this client's are, and
         tensors contiguous innermost)."""
         tensors = all_contiguous(spec.params)
-        self.loader.enqueue(spec, make_variant(MAX_ALIGN, tensors, tensors.bit_length()))
+        variant = make_variant(MAX_ALIGN, tensors, tensors.bit_length())
+        self.loader.enqueue(spec, checked_variant(variant) if self.check_bounds else variant)
 
     def compile_queued(self) -> None:
         """Compiles every queued kernel now."""
@@ -125,6 +140,31 @@ class CpuClient:
             binder.written = loaded.written
             binder.check_written(args, loaded.written)
         loaded.entry(packed)
+
+    def _launch_checked(self, spec: Any, cube_count: Any, args: tuple[Any, ...]) -> None:
+        """:meth:`launch` of the checked variant (a checked client's ``launch``): raises
+        LaunchError naming the access after a launch in which one was out of bounds."""
+        binder = self._binders.get(id(spec))
+        if binder is None or binder.spec is not spec:
+            binder = self._binders[id(spec)] = ArgBinder(spec, self)
+        counts = dims3(cube_count, "cube_count", spec.name)
+        self.limits.check_cube_count(counts, spec.name)
+        packed, variant = binder.bind(counts, args)
+        aid = binder.artifact_id(checked_variant(variant))
+        loaded = self.loader.get(aid) or self.loader.load(spec, aid, self.logger)
+        binder.written = loaded.written
+        binder.check_written(args, loaded.written)
+        found = self._records.get(id(loaded))
+        if found is None:
+            record = (ctypes.c_char * RECORD_BYTES).in_dll(loaded.library, RECORD_SYMBOL)
+            self._records[id(loaded)] = (loaded, record)
+        else:
+            record = found[1]
+        ctypes.memset(record, 0, RECORD_BYTES)
+        loaded.entry(packed)
+        error = bounds_error(spec, bytes(record))
+        if error is not None:
+            raise error
 
 
 def _shape(shape: Any) -> tuple[int, ...]:

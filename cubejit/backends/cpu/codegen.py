@@ -33,6 +33,7 @@ from cubejit.backends.cstyle import (
     shape_name,
     stride_name,
 )
+from cubejit.backends.inspection import C_PRINT, C_RECORD
 from cubejit.backends.unit_loop import plan_unit_loop
 from cubejit.errors import UnsupportedError
 from cubejit.ir import nodes as ir
@@ -117,6 +118,10 @@ class CDialect(Dialect):
         return self.int_literal(value, t)
 
     def own_helper(self, helper: str, t: Scalar) -> str | None:
+        if helper == "print":
+            return C_PRINT
+        if helper == "bounds_failure":
+            return C_RECORD
         return cooperation.atomic_helper(helper, t, self.helper_qualifier, self.type_name)
 
     def dim_axis(self, axis: int) -> str:

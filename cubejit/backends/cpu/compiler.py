@@ -30,8 +30,10 @@ from cubejit.backends.cpu.process import run_bounded
 from cubejit.backends.cpu.vector_math import link_libraries
 from cubejit.compile.id import ArtifactId
 from cubejit.errors import CompilationError, ValidationError, log_tail
+from cubejit.ir.bounds import checked
 from cubejit.ir.types import TensorType
 from cubejit.ir.validate import validate_for
+from cubejit.runtime.checking import split_variant
 from cubejit.runtime.layout import ParamSlot, contiguity, kernel_slots
 from cubejit.runtime.limits import DeviceLimits
 
@@ -116,13 +118,15 @@ class CpuCompiler:
         """Validates ``kernel.cube_dim`` against the CPU's limits (ValidationError, before any
         compiler runs), expands the kernel to IR and emits its C for the variant ``id.variant``
         (see :mod:`cubejit.backends.cpu.layout`: an alignment, with a tensor contiguity mask for
-        a kernel with tensors)."""
+        a kernel with tensors; a checked variant of one, :mod:`cubejit.runtime.checking`, has
+        every access checked)."""
         where = f"{kernel.file}:{kernel.line}"
         cube_dim = tuple(kernel.cube_dim)
         self.limits.check_cube_dim(cube_dim, kernel.name, where)  # type: ignore[arg-type]
         tensors = sum(1 for p in kernel.params if isinstance(p.type, TensorType))
+        is_checked, variant = split_variant(id.variant)
         try:
-            align, mask = variant_parts(id.variant, tensors)
+            align, mask = variant_parts(variant, tensors)
         except ValueError as e:
             raise ValidationError(
                 f"kernel {kernel.name} ({where}): {e}", kernel=kernel.name
@@ -130,6 +134,8 @@ class CpuCompiler:
         kernel_ir = kernel.define(plane_dim=self.capabilities.plane_size)
         validate_for(kernel_ir, self.capabilities, cube_dim)  # type: ignore[arg-type]
         recording.defined(str(kernel_ir))
+        if is_checked:
+            kernel_ir, _ = checked(kernel_ir)
         contiguous = contiguity(kernel_ir, mask)
         source = translation_unit(kernel_ir, cube_dim, align, contiguous)  # type: ignore[arg-type]
         recording.source(source)

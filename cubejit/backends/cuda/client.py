@@ -27,6 +27,7 @@ from cubejit.backends.cuda.buffer import (
     UnusableArray,
     device_array,
 )
+from cubejit.backends.cuda.checked_launch import checked_launcher
 from cubejit.backends.cuda.coarsening import NO_ALIAS
 from cubejit.backends.cuda.compiler import CudaCompiler
 from cubejit.backends.cuda.driver import (
@@ -45,6 +46,7 @@ from cubejit.compile.recording import ServerLogger
 from cubejit.environment import ArtifactStore
 from cubejit.errors import BackendUnavailableError, LaunchError
 from cubejit.ir.types import Scalar, TensorType, from_dtype
+from cubejit.runtime.checking import checked_variant
 from cubejit.runtime.layout import U32_MAX, all_contiguous, param_slots
 
 
@@ -53,7 +55,9 @@ class CudaClient:
 
     backend = "cuda"
 
-    def __init__(self, device: int = 0, parallelism: int | None = None) -> None:
+    def __init__(
+        self, device: int = 0, parallelism: int | None = None, check_bounds: bool = False
+    ) -> None:
         if not nvrtc.available():
             nvrtc.nvrtc_module()
         driver = driver_module()
@@ -91,6 +95,11 @@ class CudaClient:
         identity, and the kernel keeps each of them for good). A mirror of the store, as the
         loader's loaded kernels are: a switch of environment drops them, so that each kernel
         loads again from (or is stored into) the new one."""
+        self.check_bounds = check_bounds
+        """Whether this client launches checked variants (:mod:`cubejit.runtime.checking`),
+        synchronising after each launch to read their records."""
+        if check_bounds:
+            self._launcher = self._checked_launcher  # type: ignore[method-assign]
 
     def __repr__(self) -> str:
         return f"CudaClient(device={self.device}, {self.limits.name}, {self.arch})"
@@ -106,15 +115,24 @@ class CudaClient:
             launcher = self._launcher(spec, args)
         launcher(cube_count, args)
 
+    def _checked_launcher(
+        self, spec: Any, args: tuple[Any, ...]
+    ) -> Callable[[Any, tuple[Any, ...]], None]:
+        """A checked client's ``_launcher``: the checked variants' launch function
+        (:mod:`cubejit.backends.cuda.checked_launch`)."""
+        launch = checked_launcher(self, spec, args)
+        self._launchers.put(spec, launch)
+        return launch
+
     def prepare(self, spec: Any) -> None:
         """Queues ``spec`` for the next batch (the next first launch, or
         :meth:`compile_queued`), so that many kernels compile at once: in the form for launches
         whose arrays do not overlap, the one a launch takes unless an array it writes is another
         argument too (a kernel with tensors: that, for tensors contiguous innermost)."""
+        variant: Any = NO_ALIAS
         if any(isinstance(p.type, TensorType) for p in spec.params):
-            self.loader.enqueue(spec, (NO_ALIAS, all_contiguous(spec.params)))
-        else:
-            self.loader.enqueue(spec, NO_ALIAS)
+            variant = (NO_ALIAS, all_contiguous(spec.params))
+        self.loader.enqueue(spec, checked_variant(variant) if self.check_bounds else variant)
 
     def compile_queued(self) -> None:
         """Compiles every queued kernel now, in one batch."""

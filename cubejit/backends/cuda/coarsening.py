@@ -84,6 +84,7 @@ def _coarsenable(work: Traits) -> bool:
         and work.synchronises is None
         and work.converged is None
         and not work.exits
+        and not work.outputs
     )
 
 
@@ -275,7 +276,9 @@ class _Rewrite:
             | ir.Return
             | ir.SyncCube
             | ir.SyncPlane
-            | ir.PlaneOp,
+            | ir.PlaneOp
+            | ir.Print
+            | ir.BoundsFailure,
         ):
             raise _KeepOnePerThread
         assert_never(s)

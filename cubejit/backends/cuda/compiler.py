@@ -23,8 +23,10 @@ from cubejit.backends.cuda.dialect import cuda_source, needs_half_headers
 from cubejit.backends.cuda.driver import ARCHITECTURAL_LIMITS, CudaLimits
 from cubejit.compile.id import ArtifactId
 from cubejit.errors import BackendUnavailableError, UnsupportedError
+from cubejit.ir.bounds import checked
 from cubejit.ir.types import TensorType
 from cubejit.ir.validate import validate_for
+from cubejit.runtime.checking import split_variant
 from cubejit.runtime.layout import contiguity
 
 
@@ -93,12 +95,14 @@ class CudaCompiler:
         it as CUDA C++ for variant ``id.variant`` (``None``, or
         :data:`~cubejit.backends.cuda.coarsening.NO_ALIAS` for the coarsened no-alias form; for a
         kernel with tensors, that and the contiguity mask of its tensors, ``(None | NO_ALIAS,
-        mask)``, see :func:`~cubejit.runtime.layout.contiguity`), telling ``recording`` both."""
+        mask)``, see :func:`~cubejit.runtime.layout.contiguity`; a checked variant of any,
+        :mod:`cubejit.runtime.checking`), telling ``recording`` both."""
         where = f"{kernel.file}:{kernel.line}"
         has_tensors = any(isinstance(p.type, TensorType) for p in kernel.params)
-        variant, mask = id.variant, None
-        if has_tensors and isinstance(id.variant, tuple) and len(id.variant) == 2:
-            variant, mask = id.variant
+        is_checked, variant = split_variant(id.variant)
+        mask = None
+        if has_tensors and isinstance(variant, tuple) and len(variant) == 2:
+            variant, mask = variant
         if (variant is not None and variant is not NO_ALIAS) or has_tensors != (mask is not None):
             raise UnsupportedError(
                 f"kernel {kernel.name} ({where}): CUDA variant {id.variant!r} is neither None "
@@ -109,6 +113,8 @@ class CudaCompiler:
         ir = kernel.define(plane_dim=self.capabilities.plane_size)
         validate_for(ir, self.capabilities, kernel.cube_dim)
         recording.defined(str(ir))
+        if is_checked:
+            ir, _ = checked(ir)
         needs_half = needs_half_headers(ir)
         if needs_half and nvrtc.half_include_dir() is None:
             raise UnsupportedError(

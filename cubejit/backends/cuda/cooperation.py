@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 from cubejit.backends.cstyle import Call, buffer_name
 from cubejit.ir import nodes as ir
+from cubejit.ir.traversal import walk_exprs
 from cubejit.ir.types import SCALARS, Scalar
 
 STATIC_SHARED_LIMIT = 48 * 1024
@@ -44,8 +45,14 @@ static __device__ __forceinline__ unsigned int cj_plane_mask() {
 
 
 def uses_planes(kernel: ir.KernelIR) -> bool:
-    """Whether ``kernel`` needs :data:`PLANE_PRELUDE`."""
-    return kernel.has(ir.PlaneOp) or kernel.has(ir.SyncPlane)
+    """Whether ``kernel`` needs :data:`PLANE_PRELUDE`: it has a plane operation or barrier, or
+    reads ``UNIT_POS_PLANE`` (which the dialect spells ``cj_plane_lane()``)."""
+    if kernel.has(ir.PlaneOp) or kernel.has(ir.SyncPlane):
+        return True
+    return any(
+        isinstance(e, ir.PositionOf) and e.which is ir.Position.UNIT_POS_PLANE
+        for e in walk_exprs(kernel.body)
+    )
 
 
 def dynamic_shared_bytes(kernel: ir.KernelIR) -> int:

@@ -34,6 +34,7 @@ from cubejit.backends.cstyle_lines import struct_name
 from cubejit.backends.cuda import cooperation
 from cubejit.backends.cuda.artifact import ENTRY_POINT
 from cubejit.backends.cuda.coarsening import FACTOR, Coarsened, written_arrays
+from cubejit.backends.inspection import CUDA_RECORD
 from cubejit.ir import nodes as ir
 from cubejit.ir.traversal import walk_exprs
 from cubejit.ir.types import SCALARS, ArrayType, Scalar, TensorType, bf16, f16, f32, f64, u32
@@ -95,7 +96,12 @@ class CudaDialect(Dialect):
     def plane(self, fn: ir.PlaneFn, t: Scalar, args: list[str], call: Call) -> str:
         return cooperation.plane(fn, t, self.type_name(t), args, call)
 
+    def print_line(self, format_: str, args: list[str], helpers: set[tuple[str, Scalar]]) -> str:
+        return f"printf({', '.join((format_, *args))})"
+
     def own_helper(self, helper: str, t: Scalar) -> str | None:
+        if helper == "bounds_failure":
+            return CUDA_RECORD
         atomic = cooperation.atomic_helper(helper, t, self.helper_qualifier)
         if atomic is not None:
             return atomic

@@ -198,6 +198,19 @@ def compile_to_cubin_and_ptx(
         nvrtc.nvrtcDestroyProgram(program)
 
 
+def compile_to_ptx(
+    source: str,
+    arch: str,
+    *,
+    include_dirs: tuple[Path, ...] = (),
+    kernel: str | None = None,
+) -> str:
+    """The PTX NVRTC makes of ``source`` for ``arch`` on the way to its cubin (see
+    :func:`compile_to_cubin_and_ptx`); no GPU is needed."""
+    _, ptx = compile_to_cubin_and_ptx(source, arch, include_dirs=include_dirs, kernel=kernel)
+    return ptx.decode()
+
+
 def _program_log(program: object) -> str:
     nvrtc = nvrtc_module()
     (size,) = _checked(nvrtc.nvrtcGetProgramLogSize(program), "log size")

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cuda_kernels import IRSpec, all_cases
+from cuda_kernels import IRSpec, all_cases, positions_kernel
 from cuda_packages import missing_cuda_packages
 
 from cubejit import environment
@@ -80,6 +80,15 @@ def test_an_artifact_round_trips_through_its_stored_form(built: Any) -> None:
         CudaArtifact.from_stored(artifact.cubin, {**artifact.metadata(), "format": 99})
     with pytest.raises(ValueError, match="ELF"):
         CudaArtifact.from_stored(b"not a cubin", artifact.metadata())
+
+
+@pytest.mark.cuda_packages
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_kernel_reading_its_plane_lane_without_plane_operations_compiles(arch: str) -> None:
+    spec = IRSpec(positions_kernel(), cube_dim=(4, 2, 2))
+    lowered, artifact = lowered_and_compiled(CudaCompiler(arch), spec)
+    assert "cj_plane_lane()" in lowered.source
+    assert artifact.cubin.startswith(ELF_MAGIC)
 
 
 @pytest.mark.cuda_packages

@@ -1,0 +1,223 @@
+"""How the standard kernels see their arguments: one strided layout for every kind of array.
+
+A standard kernel takes numpy arrays and CPU buffers (on the CPU), client buffers and anything
+with ``__cuda_array_interface__`` (on CUDA), of any non-negative strides. :class:`Operand`
+reads each into the same description (its client, element type, shape and strides in
+elements) and hands kernels *views* of it: the same memory under another shape and strides,
+without a copy. Kernels over rows see every operand as a rank-3 tensor ``(A, B, N)``: the
+dimensions other than the one a kernel walks are folded, jointly for all operands, into at
+most two (:func:`fold_rows`), so a transposed or sliced input is read in place.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import cubejit as cj
+from cubejit.errors import LaunchError
+from cubejit.ir.types import Scalar, f32, f64, from_dtype
+from cubejit.runtime.protocol import Client
+
+FLOATS = ("f16", "bf16", "f32", "f64")
+"""The element types the standard kernels compute on."""
+
+
+@dataclass(frozen=True)
+class Operand:
+    """An array argument of a standard kernel, as a strided layout over its memory."""
+
+    client: Client
+    scalar: Scalar
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    """In elements, one per dimension."""
+    base: Any
+    """What holds the memory: a numpy array on the CPU, a device address on CUDA."""
+    owner: Any
+    """What keeps the memory alive (the argument itself)."""
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    def view(self, shape: tuple[int, ...], strides: tuple[int, ...]) -> Any:
+        """The memory under ``shape`` and ``strides`` (elements), as a launch takes it."""
+        if self.client.backend == "cpu":
+            item = self.base.itemsize
+            return np.lib.stride_tricks.as_strided(
+                self.base, shape, tuple(s * item for s in strides), writeable=True
+            )
+        return DeviceView(self, shape, strides)
+
+
+class DeviceView:
+    """A strided view of CUDA memory, passed to a launch through
+    ``__cuda_array_interface__``."""
+
+    def __init__(self, of: Operand, shape: tuple[int, ...], strides: tuple[int, ...]) -> None:
+        self.of = of
+        self.shape = shape
+        self.strides = strides
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        item = self.of.scalar.itemsize
+        return {
+            "shape": self.shape,
+            "typestr": self.of.scalar.dtype.str,
+            "data": (self.of.base, False),
+            "version": 3,
+            "strides": tuple(s * item for s in self.strides),
+            "stream": None,
+        }
+
+
+def operand(x: Any, client: Client | None = None, name: str = "x") -> Operand:
+    """``x`` as an :class:`Operand` of ``client`` (inferred from ``x`` when ``None``).
+
+    Raises :class:`~cubejit.errors.LaunchError` for something that is not an array of a client,
+    or an array of another client than ``client``."""
+    from cubejit.backends.cpu.launcher import CpuBuffer
+
+    if isinstance(x, CpuBuffer):
+        x = x.array
+    if isinstance(x, np.ndarray):
+        if client is None:
+            client = cj.client("cpu")
+        if client.backend != "cpu":
+            raise LaunchError(f"{name} is a host array; on {client.backend} pass a device array")
+        scalar = from_dtype(x.dtype)
+        if scalar is None or any(s < 0 for s in x.strides):
+            raise LaunchError(f"{name}: cubejit takes no array of {x.dtype} or negative strides")
+        strides = tuple(s // x.itemsize for s in x.strides)
+        base = x if x.size == 0 else _base_of(x)
+        return Operand(client, scalar, tuple(x.shape), strides, base, x)
+    return _device_operand(x, client, name)
+
+
+def _base_of(x: np.ndarray) -> np.ndarray:
+    """A one-dimensional array starting at ``x``'s first element, for ``as_strided`` views."""
+    return np.lib.stride_tricks.as_strided(x, (1,), (x.itemsize,)).reshape(1)
+
+
+def _device_operand(x: Any, client: Client | None, name: str) -> Operand:
+    from cubejit.backends.cuda.buffer import CudaBuffer
+
+    if isinstance(x, CudaBuffer):
+        if client is None:
+            client = x.client
+        shape = x.shape
+        strides = _c_strides(shape)
+        return Operand(client, x.scalar, shape, strides, x.ptr, x)
+    interface = getattr(x, "__cuda_array_interface__", None)
+    if interface is None:
+        raise LaunchError(
+            f"{name}: a standard kernel takes a numpy array or a client's buffer, "
+            f"not {type(x).__name__}"
+        )
+    if client is None:
+        client = cj.client("cuda")
+    dtype = np.dtype(interface["typestr"])
+    scalar = from_dtype(dtype)
+    if scalar is None:
+        raise LaunchError(f"{name}: cubejit has no element type for {dtype}")
+    shape = tuple(int(e) for e in interface["shape"])
+    raw = interface.get("strides")
+    strides = _c_strides(shape) if raw is None else tuple(int(s) // dtype.itemsize for s in raw)
+    return Operand(client, scalar, shape, strides, int(interface["data"][0]), x)
+
+
+def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for extent in reversed(shape):
+        strides.append(step)
+        step *= extent
+    return tuple(reversed(strides))
+
+
+def floating(x: Operand, what: str) -> Scalar:
+    """``x``'s element type, which must be a float the standard kernels compute on."""
+    if x.scalar.name not in FLOATS:
+        raise LaunchError(f"cubejit.std.{what} takes floating-point arrays, not {x.scalar.name}")
+    if x.scalar.name == "bf16" and x.client.backend == "cpu":
+        raise LaunchError(f"cubejit.std.{what}: the CPU backend has no bf16")
+    return x.scalar
+
+
+def accumulator(scalar: Scalar) -> Scalar:
+    """What a kernel accumulates ``scalar`` in: ``f64`` for ``f64``, ``f32`` otherwise."""
+    return f64 if scalar.name == "f64" else f32
+
+
+def normalize_axis(axis: int, ndim: int, what: str) -> int:
+    if not -ndim <= axis < ndim:
+        raise LaunchError(f"cubejit.std.{what}: axis {axis} is out of range for {ndim} dimensions")
+    return axis % ndim
+
+
+Folded = tuple[tuple[int, int], list[tuple[int, int]]]
+
+
+def fold_rows(shape: tuple[int, ...], strides: list[tuple[int, ...]], what: str) -> Folded:
+    """Folds the dimensions ``shape`` (the same for every operand, whose strides are listed)
+    into two, ``(A, B)``, with each operand's two strides: neighbouring dimensions fold where
+    every operand steps over them as over one. LaunchError when more than two remain."""
+    folded = try_fold(shape, strides)
+    if folded is None:
+        raise LaunchError(
+            f"cubejit.std.{what}: the other dimensions of this array do not fold into two "
+            f"(shape {shape}); pass a contiguous copy"
+        )
+    return folded
+
+
+def try_fold(shape: tuple[int, ...], strides: list[tuple[int, ...]]) -> Folded | None:
+    """:func:`fold_rows`, or ``None`` when more than two dimensions remain."""
+    dims = [(e, [s[d] for s in strides]) for d, e in enumerate(shape) if e != 1]
+    folded: list[tuple[int, list[int]]] = []
+    for extent, steps in dims:
+        if folded:
+            outer, outer_steps = folded[-1]
+            if all(o == s * extent for o, s in zip(outer_steps, steps, strict=True)):
+                folded[-1] = (outer * extent, steps)
+                continue
+        folded.append((extent, steps))
+    if len(folded) > 2:
+        return None
+    while len(folded) < 2:
+        folded.insert(0, (1, [0] * len(strides)))
+    (a, a_steps), (b, b_steps) = folded
+    return (a, b), [(sa, sb) for sa, sb in zip(a_steps, b_steps, strict=True)]
+
+
+def new_array(client: Client, shape: tuple[int, ...], scalar: Scalar) -> Any:
+    """A new client array of ``shape`` (a numpy array on the CPU, a buffer on CUDA)."""
+    buffer = client.empty(shape if shape else (1,), scalar)
+    if client.backend == "cpu":
+        return buffer.array.reshape(shape)
+    return buffer
+
+
+def output(
+    out: Any, client: Client, shape: tuple[int, ...], scalar: Scalar, what: str
+) -> tuple[Any, Operand]:
+    """``out`` checked against ``shape`` and ``scalar``, or a new array of them; returned with
+    its :class:`Operand`."""
+    if out is None:
+        out = new_array(client, shape, scalar)
+    view = operand(out, client, "out")
+    if view.shape != shape and not (shape == () and view.shape == (1,)):
+        raise LaunchError(f"cubejit.std.{what}: out has shape {view.shape}, expected {shape}")
+    if view.scalar != scalar:
+        raise LaunchError(
+            f"cubejit.std.{what}: out holds {view.scalar.name}, expected {scalar.name}"
+        )
+    return out, view

@@ -1,0 +1,55 @@
+"""Every standard kernel, in every configuration the CUDA launch uses, lowered to CUDA C++ and
+compiled by NVRTC for sm_90 on a machine without a GPU (f32, f16, bf16 and f64)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+import cubejit as cj
+from cubejit.backends.cuda.artifact import ELF_MAGIC
+from cubejit.backends.cuda.compiler import CudaCompiler
+from cubejit.backends.cuda.driver import ARCHITECTURAL_LIMITS
+from cubejit.compile.id import ArtifactId
+from cubejit.compile.recording import CompilationRecording
+from cubejit.ir.types import TensorType
+from cubejit.std import histograms, reductions, rows, scan, tiles
+
+pytestmark = pytest.mark.cuda_packages
+
+H200 = dataclasses.replace(
+    ARCHITECTURAL_LIMITS, name="an H200", compute_capability=(9, 0), max_shared_memory=227 * 1024
+)
+
+
+def _specs() -> list[Any]:
+    specs = []
+    for t in (cj.f32, cj.f16, cj.bf16, cj.f64):
+        a = cj.f64 if t == cj.f64 else cj.f32
+        specs.append(reductions.rows_kernel(t, t).specialize(256, OP=1))
+        specs.append(reductions.runs_kernel(t).specialize(256, OP=0, R=16, UNROLL=True))
+        specs.append(rows.softmax_kernel(t).specialize(1024, K=8, ONE_PASS=True))
+        specs.append(rows.softmax_kernel(t).specialize(1024, K=1, ONE_PASS=False))
+        specs.append(rows.layer_norm_kernel(t).specialize(256, K=4, ONE_PASS=True))
+        specs.append(rows.layer_norm_kernel(t).specialize(1024, K=1, ONE_PASS=False))
+        specs.append(scan.totals_kernel(t).specialize(256, K=16))
+        specs.append(scan.scan_kernel(t, t).specialize(256, K=16, EXCLUSIVE=True, OFFSETS=True))
+        specs.append(scan.scan_kernel(a, a).specialize(256, K=16, EXCLUSIVE=False, OFFSETS=False))
+        specs.append(histograms.histogram_kernel(t).specialize(256, R=16, BINS=256, PRIVATE=True))
+    specs.append(histograms.histogram_kernel(cj.u32).specialize(256, R=16, BINS=1, PRIVATE=False))
+    specs.append(histograms.zero_kernel().specialize(256))
+    for t in (cj.f32, cj.f16, cj.f64):
+        for c in tiles.TILES["cuda"]:
+            specs.append(tiles.matmul_kernel(t).specialize((c.tx, c.ty), RM=c.rm, RN=c.rn, BK=c.bk))
+    return specs
+
+
+@pytest.mark.parametrize("spec", _specs(), ids=lambda s: f"{s.name}-{s.params[0].type}")
+def test_every_standard_kernel_compiles_with_nvrtc(spec: Any) -> None:
+    compiler = CudaCompiler("sm_90", H200)
+    tensors = sum(isinstance(p.type, TensorType) for p in spec.params)
+    id = ArtifactId(spec.id(), (None, (1 << tensors) - 1) if tensors else None)
+    lowered = compiler.lower(spec, id, CompilationRecording.for_artifact(id, keep_text=False), None)
+    assert compiler.finalize(id, lowered).cubin.startswith(ELF_MAGIC)

@@ -13,11 +13,15 @@ Compiles are counted by :data:`cubejit.backends.cpu.compiler_runs`. The environm
 printed beside what the artifacts' bytes take once, uncompressed (the store keeps one copy of
 each, compressed).
 
+``--import-runs N`` (default 10) times ``import cubejit`` over ``import numpy`` in N fresh
+interpreters with bytecode caches warm, and defining a kernel after it, and prints the medians
+(``--import-only`` prints only that row).
+
 ``--cuda`` prints instead the GPU's warm start phase by phase beside CuPy's (see
 ``benchmarks/warm_start_cuda.py``): ``import``, client, first launch, the whole process,
 100 distinct stored kernels, and the cold first launch.
 
-    python benchmarks/warm_start.py [--kernels 50] [--profile B] [--cuda]
+    python benchmarks/warm_start.py [--kernels 50] [--profile B] [--cuda] [--import-only]
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import argparse
 import json
 import os
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -124,6 +129,63 @@ def child(kernels: int, upgrade: bool, profile: bool) -> None:
     print(json.dumps(report), flush=True)
 
 
+IMPORT_CHILD = """
+import json, time
+import numpy
+numpy_at = time.perf_counter()
+import cubejit
+imported_at = time.perf_counter()
+import startup_kernel
+defined_at = time.perf_counter()
+print(json.dumps({"import": imported_at - numpy_at, "define": defined_at - imported_at}))
+"""
+
+STARTUP_KERNEL = """
+import cubejit as cj
+
+
+@cj.kernel
+def saxpy(a: cj.f32, x: cj.Array[cj.f32], y: cj.Array[cj.f32], out: cj.Array[cj.f32]):
+    i = cj.ABSOLUTE_POS
+    if i < out.len():
+        out[i] = a * x[i] + y[i]
+"""
+
+
+def import_cost(runs: int) -> tuple[float, float]:
+    """Medians, in seconds, of ``import cubejit`` after ``import numpy`` and of defining a module
+    of one kernel after it, in ``runs`` fresh interpreters (one more first, to write the
+    bytecode caches: an installed package has them)."""
+    with tempfile.TemporaryDirectory(prefix="cubejit-import-") as work:
+        (Path(work) / "startup_kernel.py").write_text(STARTUP_KERNEL)
+        environ = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        root = str(Path(__file__).resolve().parents[1])
+        environ["PYTHONPATH"] = os.pathsep.join((root, work))
+        found = []
+        for _ in range(runs + 1):
+            done = subprocess.run(
+                [sys.executable, "-c", IMPORT_CHILD],
+                env=environ,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            found.append(json.loads(done.stdout.splitlines()[-1]))
+    found = found[1:]
+    return statistics.median(f["import"] for f in found), statistics.median(
+        f["define"] for f in found
+    )
+
+
+def print_import_cost(runs: int) -> None:
+    imported, defined = import_cost(runs)
+    print(
+        f"import cubejit over numpy: {imported * 1e3:.1f} ms, median of {runs} fresh processes "
+        f"(target <= 30 ms on a CPU machine, <= 20 ms on the H200 host); "
+        f"defining a kernel after it: {defined * 1e3:.2f} ms"
+    )
+
+
 def spawn(name: str, root: str, kernels: int, upgrade: bool, profile: bool) -> dict[str, object]:
     command = [sys.executable, __file__, "--child", "--kernels", str(kernels)]
     command += ["--upgrade"] * upgrade + ["--profile-me"] * profile
@@ -148,9 +210,14 @@ def main() -> None:
     parser.add_argument("--profile-me", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--cuda", action="store_true", help="the GPU's warm start beside CuPy's")
     parser.add_argument("--runs", type=int, default=5, help="with --cuda: warm processes")
+    parser.add_argument("--import-runs", type=int, default=10, help="fresh imports timed")
+    parser.add_argument("--import-only", action="store_true", help="only time the import")
     options = parser.parse_args()
     if options.child:
         child(options.kernels, options.upgrade, options.profile_me)
+        return
+    if options.import_only:
+        print_import_cost(options.import_runs)
         return
     if options.cuda:
         import warm_start_cuda
@@ -193,6 +260,7 @@ def main() -> None:
         f"B: import cubejit over numpy {import_ms:.1f} ms (target <= 30 ms on a CPU machine), "
         f"cj.client('cpu') {client_ms:.1f} ms"
     )
+    print_import_cost(options.import_runs)
     print(
         f"environment: {stored / 1024:.0f} KiB of entries for {once / 1024:.0f} KiB of "
         f"artifacts kept once uncompressed ({stored / once:.2f}x; two copies would be 2.00x)"

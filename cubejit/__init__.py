@@ -8,10 +8,8 @@ artifact in a persistent store and never compiles the same text twice. See LANGU
 from __future__ import annotations
 
 import importlib
-from types import ModuleType
 from typing import TYPE_CHECKING
 
-from cubejit.compile.id import ArtifactId, KernelId
 from cubejit.errors import (
     BackendUnavailableError,
     CompilationError,
@@ -24,11 +22,11 @@ from cubejit.errors import (
     ValidationError,
 )
 from cubejit.lang import Kernel, KernelSpec
-from cubejit.runtime import client
-from cubejit.runtime.lines import lined
-from cubejit.tune import Tunable, Tuner, anchor
 
 if TYPE_CHECKING:
+    from cubejit import environment
+    from cubejit.compile.id import ArtifactId, KernelId
+
     # What the language means inside a kernel, for mypy, pyright and editors (see the stub).
     from cubejit.lang.editor_types import (
         ABSOLUTE_POS,
@@ -130,99 +128,35 @@ if TYPE_CHECKING:
         u64,
         unroll,
     )
+    from cubejit.runtime import client
+    from cubejit.runtime.lines import lined
+    from cubejit.tune import Tunable, Tuner, anchor
 else:
-    from cubejit.ir.nodes import Position
     from cubejit.ir.types import bf16, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
-    from cubejit.lang import (
-        Array,
-        Atomic,
-        Comptime,
-        Line,
-        LocalArray,
-        SharedMemory,
-        Tensor,
-        abs,
-        acos,
-        acosh,
-        asin,
-        asinh,
-        atan,
-        atan2,
-        atanh,
-        bitcast,
-        cdiv,
-        ceil,
-        cos,
-        cosh,
-        erf,
-        exp,
-        exp2,
-        floor,
-        fma,
-        function,
-        hypot,
-        isinf,
-        isnan,
-        kernel,
-        line,
-        log,
-        log2,
-        max,
-        min,
-        pow,
-        round,
-        sin,
-        sinh,
-        sqrt,
-        tan,
-        tanh,
-        trunc,
-        unroll,
-    )
-    from cubejit.lang.cooperation import (
-        plane_all,
-        plane_any,
-        plane_ballot,
-        plane_broadcast,
-        plane_elect,
-        plane_exclusive_prod,
-        plane_exclusive_sum,
-        plane_inclusive_prod,
-        plane_inclusive_sum,
-        plane_max,
-        plane_min,
-        plane_prod,
-        plane_shuffle,
-        plane_shuffle_down,
-        plane_shuffle_up,
-        plane_shuffle_xor,
-        plane_sum,
-        sync_cube,
-        sync_plane,
-    )
+    from cubejit.lang import Array, Comptime, Line, Tensor, function, kernel
 
-    ABSOLUTE_POS = Position.ABSOLUTE_POS
-    ABSOLUTE_POS_X = Position.ABSOLUTE_POS_X
-    ABSOLUTE_POS_Y = Position.ABSOLUTE_POS_Y
-    ABSOLUTE_POS_Z = Position.ABSOLUTE_POS_Z
-    UNIT_POS = Position.UNIT_POS
-    UNIT_POS_X = Position.UNIT_POS_X
-    UNIT_POS_Y = Position.UNIT_POS_Y
-    UNIT_POS_Z = Position.UNIT_POS_Z
-    CUBE_POS = Position.CUBE_POS
-    CUBE_POS_X = Position.CUBE_POS_X
-    CUBE_POS_Y = Position.CUBE_POS_Y
-    CUBE_POS_Z = Position.CUBE_POS_Z
-    CUBE_DIM = Position.CUBE_DIM
-    CUBE_DIM_X = Position.CUBE_DIM_X
-    CUBE_DIM_Y = Position.CUBE_DIM_Y
-    CUBE_DIM_Z = Position.CUBE_DIM_Z
-    CUBE_COUNT = Position.CUBE_COUNT
-    CUBE_COUNT_X = Position.CUBE_COUNT_X
-    CUBE_COUNT_Y = Position.CUBE_COUNT_Y
-    CUBE_COUNT_Z = Position.CUBE_COUNT_Z
-    PLANE_DIM = Position.PLANE_DIM
-    UNIT_POS_PLANE = Position.UNIT_POS_PLANE
+    def __getattr__(name: str) -> object:
+        """The rest of ``__all__``, imported when first named (PEP 562): the builtins and
+        positions are objects of the IR, the ids, the clients and the tuner need what only a
+        specialised kernel, a device or a tuning does, so a module that only defines kernels
+        imports none of them."""
+        if name in _LAZY:
+            return importlib.import_module(f"cubejit.{name}")
+        if name not in __all__:
+            raise AttributeError(f"module 'cubejit' has no attribute {name!r}")
+        home = _HOMES.get(name)
+        lang = importlib.import_module("cubejit.lang")
+        if home is not None:
+            value = getattr(importlib.import_module(home), name)
+        elif name in lang.__all__:
+            value = getattr(lang, name)
+        else:
+            from cubejit.ir.nodes import Position
+
+            value = getattr(Position, name)
+        globals()[name] = value
+        return value
+
 
 __version__ = "0.1.0"
 
@@ -230,11 +164,17 @@ _LAZY = ("environment",)
 """Subpackages reached as attributes (``cj.environment``) but imported only when first used:
 importing cubejit loads no backend, no store (SQLite), no ``rich`` and no CUDA bindings."""
 
-
-def __getattr__(name: str) -> ModuleType:
-    if name in _LAZY:
-        return importlib.import_module(f"cubejit.{name}")
-    raise AttributeError(f"module 'cubejit' has no attribute {name!r}")
+_HOMES = {
+    "ArtifactId": "cubejit.compile.id",
+    "KernelId": "cubejit.compile.id",
+    "Tunable": "cubejit.tune",
+    "Tuner": "cubejit.tune",
+    "anchor": "cubejit.tune",
+    "client": "cubejit.runtime",
+    "lined": "cubejit.runtime.lines",
+}
+"""Where the names of ``__all__`` that are neither the language's (:mod:`cubejit.lang`) nor
+positions (``cj.ABSOLUTE_POS``...) live."""
 
 
 __all__ = [

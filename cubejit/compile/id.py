@@ -10,7 +10,6 @@ keyed by it.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import struct
 from dataclasses import dataclass, field
@@ -117,12 +116,16 @@ def _encode(value: Any) -> tuple[bytes, bool]:
 
 def stable_digest(*parts: Any) -> str:
     """SHA-256 hex digest of ``parts`` in their canonical encoding."""
+    import hashlib  # here, not at import: OpenSSL's loading is a good part of importing cubejit
+
     return hashlib.sha256(encode(canonical(parts))).hexdigest()
 
 
 def _canonical_digest(*parts: Any) -> str:
     """:func:`stable_digest` of parts already canonical (an id's own fields): the same digest,
     without walking them a second time."""
+    import hashlib
+
     return hashlib.sha256(encode(parts)).hexdigest()
 
 

@@ -23,70 +23,92 @@ Where LANGUAGE.md leaves a choice, the language decides:
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING
+
 from cubejit.lang.annotations import Array, Comptime, Line, Tensor
-from cubejit.lang.cooperation import (
-    Atomic,
-    LocalArray,
-    SharedMemory,
-    plane_all,
-    plane_any,
-    plane_ballot,
-    plane_broadcast,
-    plane_elect,
-    plane_exclusive_prod,
-    plane_exclusive_sum,
-    plane_inclusive_prod,
-    plane_inclusive_sum,
-    plane_max,
-    plane_min,
-    plane_prod,
-    plane_shuffle,
-    plane_shuffle_down,
-    plane_shuffle_up,
-    plane_shuffle_xor,
-    plane_sum,
-    sync_cube,
-    sync_plane,
-)
 from cubejit.lang.function import Function, function
-from cubejit.lang.intrinsics import (
-    abs,
-    acos,
-    acosh,
-    asin,
-    asinh,
-    atan,
-    atan2,
-    atanh,
-    bitcast,
-    cdiv,
-    ceil,
-    cos,
-    cosh,
-    erf,
-    exp,
-    exp2,
-    floor,
-    fma,
-    hypot,
-    isinf,
-    isnan,
-    line,
-    log,
-    log2,
-    max,
-    min,
-    pow,
-    round,
-    sin,
-    sinh,
-    sqrt,
-    tan,
-    tanh,
-    trunc,
-    unroll,
-)
 from cubejit.lang.kernel import Kernel, KernelSpec, kernel
+
+if TYPE_CHECKING:
+    from cubejit.lang.cooperation import (
+        Atomic,
+        LocalArray,
+        SharedMemory,
+        plane_all,
+        plane_any,
+        plane_ballot,
+        plane_broadcast,
+        plane_elect,
+        plane_exclusive_prod,
+        plane_exclusive_sum,
+        plane_inclusive_prod,
+        plane_inclusive_sum,
+        plane_max,
+        plane_min,
+        plane_prod,
+        plane_shuffle,
+        plane_shuffle_down,
+        plane_shuffle_up,
+        plane_shuffle_xor,
+        plane_sum,
+        sync_cube,
+        sync_plane,
+    )
+    from cubejit.lang.intrinsics import (
+        abs,
+        acos,
+        acosh,
+        asin,
+        asinh,
+        atan,
+        atan2,
+        atanh,
+        bitcast,
+        cdiv,
+        ceil,
+        cos,
+        cosh,
+        erf,
+        exp,
+        exp2,
+        floor,
+        fma,
+        hypot,
+        isinf,
+        isnan,
+        line,
+        log,
+        log2,
+        max,
+        min,
+        pow,
+        round,
+        sin,
+        sinh,
+        sqrt,
+        tan,
+        tanh,
+        trunc,
+        unroll,
+    )
+else:
+
+    def __getattr__(name: str) -> object:
+        """The builtins, imported when first named: they are objects of the IR (math functions,
+        plane operations, buffer kinds), which a module that only defines kernels never needs
+        before a kernel is specialised."""
+        if name in __all__:
+            for home in _BUILTINS:
+                module = importlib.import_module(home)
+                if hasattr(module, name):
+                    value = globals()[name] = getattr(module, name)
+                    return value
+        raise AttributeError(f"module 'cubejit.lang' has no attribute {name!r}")
+
+
+_BUILTINS = ("cubejit.lang.cooperation", "cubejit.lang.intrinsics")
+"""Where the builtins named in ``__all__`` (and imported above for type checkers) live."""
 
 __all__ = [
     "Array",

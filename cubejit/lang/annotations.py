@@ -30,15 +30,13 @@ class Array:
     """``cj.Array[T]``: a one-dimensional buffer of the scalar ``T`` (indexable, ``.len()``)."""
 
     def __class_getitem__(cls, elem: object) -> ArrayType:
-        from cubejit.lang.cooperation import AtomicType
-
-        if isinstance(elem, AtomicType):
-            return ArrayType(elem.elem, atomic=True)
+        if isinstance(elem, Scalar):
+            return ArrayType(elem)
         if isinstance(elem, LineType):
             return ArrayType(elem.elem, line=elem.width)
-        if not isinstance(elem, Scalar):
-            raise TypeError(f"cj.Array[...] takes a scalar type such as cj.f32, not {elem!r}")
-        return ArrayType(elem)
+        if _is_atomic(elem):
+            return ArrayType(elem.elem, atomic=True)  # type: ignore[attr-defined]
+        raise TypeError(f"cj.Array[...] takes a scalar type such as cj.f32, not {elem!r}")
 
 
 class Tensor:
@@ -46,14 +44,12 @@ class Tensor:
     taken from the argument at launch; ``cj.Tensor[T, rank]`` fixes the rank."""
 
     def __class_getitem__(cls, params: object) -> TensorType:
-        from cubejit.lang.cooperation import AtomicType
-
         elem, rank = params if isinstance(params, tuple) and len(params) == 2 else (params, None)
         line: int | None = None
         if isinstance(elem, LineType):
             line = elem.width
             elem = elem.elem
-        atomic = isinstance(elem, AtomicType)
+        atomic = not isinstance(elem, Scalar) and _is_atomic(elem)
         if atomic:
             elem = elem.elem  # type: ignore[union-attr]
         if not isinstance(elem, Scalar):
@@ -63,6 +59,14 @@ class Tensor:
         if rank is not None and rank < 1:
             raise TypeError(f"a tensor has rank 1 or more, not {rank}")
         return TensorType(elem, rank, atomic, line)
+
+
+def _is_atomic(elem: object) -> bool:
+    """Whether ``elem`` is ``cj.Atomic[T]``. Asked only of elements that are not plain scalars:
+    the cooperation module holds objects of the IR, which a plain annotation never needs."""
+    from cubejit.lang.cooperation import AtomicType
+
+    return isinstance(elem, AtomicType)
 
 
 class Line:

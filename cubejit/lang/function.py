@@ -7,13 +7,16 @@ functions, so editing it recompiles exactly those kernels.
 
 from __future__ import annotations
 
-import ast
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cubejit.lang.returns import tail_returns
-from cubejit.lang.source import PySource
+from cubejit.lang.declaration import qualified_name, source_can_wait
+
+if TYPE_CHECKING:
+    import ast
+
+    from cubejit.lang.source import PySource
 
 
 class Function:
@@ -22,19 +25,34 @@ class Function:
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         self.fn = fn
-        self.source = PySource.of(fn, "function")
-        self.name = self.source.name
-        self.assigned = self.source.assigned
-        """Names the body assigns: parameters among them get a private copy when inlined."""
+        if not source_can_wait(fn):
+            self.source  # noqa: B018 -- read now, to fail where the function is defined
+        self.name = qualified_name(fn)
         self._body: list[ast.stmt] | None = None
-        self.source.free_chains  # noqa: B018 -- found now, off the first launch's path
         functools.update_wrapper(self, fn)
+
+    @functools.cached_property
+    def source(self) -> PySource:
+        """The function's source, read and parsed when a kernel first needs it (its identity or
+        its translation), not when the function is defined."""
+        from cubejit.lang.source import PySource
+
+        source = PySource.of(self.fn, "function")
+        source.free_chains  # noqa: B018 -- found with the parse, once
+        return source
+
+    @property
+    def assigned(self) -> frozenset[str]:
+        """Names the body assigns: parameters among them get a private copy when inlined."""
+        return self.source.assigned
 
     def body(self) -> list[ast.stmt]:
         """The body with every ``return`` moved to the end of the path that takes it (see
         :mod:`cubejit.lang.returns`); raises :class:`~cubejit.lang.source.Problem` for a
         ``return`` inside a loop."""
         if self._body is None:
+            from cubejit.lang.returns import tail_returns
+
             self._body = tail_returns(self.source.tree.body)
         return self._body
 

@@ -12,24 +12,20 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cubejit.compile.id import KernelId
 from cubejit.errors import CompilationError, LaunchError, UnsupportedError
-from cubejit.ir.nodes import KernelIR, Param
 from cubejit.ir.types import LINE_AT_LAUNCH, LINE_SIZES, ArrayType, Scalar, TensorType
-from cubejit.ir.validate import validate
 from cubejit.lang.annotations import ComptimeType, ParamAnnotation
-from cubejit.lang.frontend import translate
-from cubejit.lang.identity import source_digest
-from cubejit.lang.signature import kernel_parameters
-from cubejit.lang.source import Problem, PySource
-from cubejit.runtime.limits import as_dims
-from cubejit.runtime.lines import Lined, forced_size, line_size
+from cubejit.lang.declaration import declared_signature, qualified_name
+
+if TYPE_CHECKING:
+    from cubejit.compile.id import KernelId
+    from cubejit.ir.nodes import KernelIR, Param
+    from cubejit.lang.source import PySource
 
 LINE_SIZES_KEYWORD = "line_sizes"
 """The keyword ``specialize`` and ``prepare`` take the line size of each ``cj.Line[T]``
@@ -68,6 +64,10 @@ class KernelSpec:
         ranks: dict[str, int] | None = None,
         lines: dict[str, int] | None = None,
     ) -> None:
+        import threading
+
+        from cubejit.ir.nodes import Param
+
         self.kernel = kernel
         self.name = kernel.name
         self.ranks = ranks or {}
@@ -99,6 +99,8 @@ class KernelSpec:
         """Name, a hash of the source (and every ``@cj.function`` reached), the argument
         types, the comptime values and ``cube_dim``: equal in every process for equal code."""
         if self._id is None:
+            from cubejit.compile.id import KernelId
+
             info = (
                 ("source", self.kernel.source_digest()),
                 ("types", tuple((p.name, str(p.type)) for p in self.params)),
@@ -116,6 +118,9 @@ class KernelSpec:
         if ir is None:
             with self._lock:
                 if plane_dim not in self._ir:
+                    from cubejit.ir.validate import validate
+                    from cubejit.lang.frontend import translate
+
                     built = translate(
                         self.kernel.source,
                         self.signature,
@@ -147,6 +152,8 @@ class KernelSpec:
 
 
 def _cube_dim(value: Any) -> tuple[int, int, int]:
+    from cubejit.runtime.limits import as_dims
+
     dims = as_dims(value)
     if dims is None:
         raise LaunchError(
@@ -177,47 +184,86 @@ class Kernel:
 
     def __init__(self, fn: Callable[..., Any], warm: Iterable[Mapping[str, Any]] = ()) -> None:
         self.fn = fn
-        self.source = PySource.of(fn, "kernel")
-        self.name = self.source.name
-        self.file = self.source.file
-        self.line = self.source.def_line
         self.warm: list[dict[str, Any]] = [dict(w) for w in warm]
         """Specialisations to compile ahead of time: ``dict(cube_dim=..., **comptime)``."""
-        try:
-            self.signature: list[tuple[str, ParamAnnotation]] = kernel_parameters(self.source)
-        except Problem as problem:
-            kind = UnsupportedError if problem.unsupported else CompilationError
-            node = problem.node or self.source.tree
-            raise kind(
-                self.source.message(node, self.name, problem.message), kernel=self.name
-            ) from None
-        self.params = tuple(
-            Param(n, t) for n, t in self.signature if isinstance(t, Scalar | ArrayType | TensorType)
+        declared = declared_signature(fn)
+        self.signature: list[tuple[str, ParamAnnotation]] = (
+            self._signature_from_source() if declared is None else declared
         )
-        self.free_ranks: tuple[tuple[int, str], ...] = tuple(
-            (i, p.name)
-            for i, p in enumerate(self.params)
-            if isinstance(p.type, TensorType) and p.type.rank is None
-        )
-        """``(position, name)`` of each tensor parameter whose rank its argument decides."""
-        self.free_lines: tuple[tuple[int, Param], ...] = tuple(
-            (i, p)
-            for i, p in enumerate(self.params)
-            if isinstance(p.type, ArrayType | TensorType) and p.type.line == LINE_AT_LAUNCH
-        )
-        """``(position, parameter)`` of each ``cj.Line[T]`` parameter, whose line size each
-        launch chooses from its argument."""
+        self.name = qualified_name(fn)
         self.comptime_params: dict[str, ComptimeType] = {
             n: t for n, t in self.signature if isinstance(t, ComptimeType)
         }
         self._specs: dict[Any, KernelSpec] = {}
         self._digest: str | None = None
-        self.source.free_chains  # noqa: B018 -- found now, off the first launch's path
         functools.update_wrapper(self, fn)
+
+    def _signature_from_source(self) -> list[tuple[str, ParamAnnotation]]:
+        """The signature read from the source, at once: what a wrong one fails with."""
+        from cubejit.lang.signature import kernel_parameters
+        from cubejit.lang.source import Problem
+
+        try:
+            return kernel_parameters(self.source)
+        except Problem as problem:
+            kind = UnsupportedError if problem.unsupported else CompilationError
+            node = problem.node or self.source.tree
+            name = self.source.name
+            raise kind(self.source.message(node, name, problem.message), kernel=name) from None
+
+    @functools.cached_property
+    def source(self) -> PySource:
+        """The kernel's source, read and parsed when first needed (its first specialisation),
+        not when the kernel is defined."""
+        from cubejit.lang.source import PySource
+
+        source = PySource.of(self.fn, "kernel")
+        source.free_chains  # noqa: B018 -- found with the parse, once
+        return source
+
+    @functools.cached_property
+    def file(self) -> str:
+        """The file the kernel is defined in."""
+        return self.source.file
+
+    @functools.cached_property
+    def line(self) -> int:
+        """The file line of the kernel's ``def``."""
+        return self.source.def_line
+
+    @functools.cached_property
+    def params(self) -> tuple[Param, ...]:
+        """The launch arguments (comptime parameters excluded), in signature order."""
+        from cubejit.ir.nodes import Param
+
+        return tuple(
+            Param(n, t) for n, t in self.signature if isinstance(t, Scalar | ArrayType | TensorType)
+        )
+
+    @functools.cached_property
+    def free_ranks(self) -> tuple[tuple[int, str], ...]:
+        """``(position, name)`` of each tensor parameter whose rank its argument decides."""
+        return tuple(
+            (i, p.name)
+            for i, p in enumerate(self.params)
+            if isinstance(p.type, TensorType) and p.type.rank is None
+        )
+
+    @functools.cached_property
+    def free_lines(self) -> tuple[tuple[int, Param], ...]:
+        """``(position, parameter)`` of each ``cj.Line[T]`` parameter, whose line size each
+        launch chooses from its argument."""
+        return tuple(
+            (i, p)
+            for i, p in enumerate(self.params)
+            if isinstance(p.type, ArrayType | TensorType) and p.type.line == LINE_AT_LAUNCH
+        )
 
     def source_digest(self) -> str:
         """The hash of the kernel's source and every function it reaches (computed once)."""
         if self._digest is None:
+            from cubejit.lang.identity import source_digest
+
             self._digest = source_digest(self.source)
         return self._digest
 
@@ -256,6 +302,8 @@ class Kernel:
     def line_sizes(self, args: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[int, ...]]:
         """``args`` with each ``cj.lined`` unwrapped, and the line size of each ``cj.Line[T]``
         parameter: the one forced, else the widest its argument allows."""
+        from cubejit.runtime.lines import Lined, forced_size, line_size
+
         plain = list(args)
         sizes = []
         for i, p in self.free_lines:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cubejit.errors import UnsupportedError
+from cubejit.lang.declaration import qualified_name
 
 _MISSING = object()
 
@@ -56,11 +57,6 @@ class Spelling:
     def __str__(self) -> str:
         text = ast.unparse(self.node)
         return f"`{text}`" if self.quoted else text
-
-
-def qualified_name(fn: Callable[..., Any]) -> str:
-    """``module.qualname``: the name ids, messages and the IR use for a kernel or function."""
-    return f"{fn.__module__}.{fn.__qualname__}"
 
 
 @dataclass(frozen=True, eq=False)

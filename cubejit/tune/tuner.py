@@ -15,27 +15,31 @@ takes the decision once it landed, or the lease once its holder is gone.
 
 from __future__ import annotations
 
-import logging
 import os
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from cubejit import config
-from cubejit.compile.id import stable_digest
 from cubejit.errors import CubejitError, TuneError
 from cubejit.tune.decision import CandidateTimes, Decision, Outcome
-from cubejit.tune.identity import CandidateIdentity, LaunchRecorder, identify
-from cubejit.tune.keys import canonical_key, jsonable_key
 from cubejit.tune.timing import clock_for, copy_arguments, measure
 
 if TYPE_CHECKING:
+    import logging
+
+    from cubejit.tune.identity import CandidateIdentity, LaunchRecorder
     from cubejit.tune.store import Decisions
 
-log = logging.getLogger("cubejit.tune")
+
+def _log() -> logging.Logger:
+    """The ``cubejit.tune`` logger. A tuner made at import (a module's ``cj.Tuner(...)``) imports
+    nothing of what tuning needs: the settings, the identities, ``logging``."""
+    import logging
+
+    return logging.getLogger("cubejit.tune")
+
 
 POLL_S = 0.05
 """Seconds between two looks at the fleet's store for a key another host is tuning."""
@@ -145,12 +149,16 @@ class Tuner:
         """The digest of the candidate set: each candidate's name, the kernels it launches and
         its launch function's code. A change to any of them keys decisions anew (a re-tune)."""
         if self._checksum is None:
+            from cubejit.compile.id import stable_digest
+
             self._checksum = stable_digest("candidates", [i.digest() for i in self.identities()])
         return self._checksum
 
     def identities(self) -> tuple[CandidateIdentity, ...]:
         """Each candidate's identity (see :mod:`cubejit.tune.identity`), in order."""
         if self._identities is None:
+            from cubejit.tune.identity import identify
+
             self._identities = tuple(identify(c.name, c.fn, c.kernels) for c in self.candidates)
         return self._identities
 
@@ -228,6 +236,12 @@ class Tuner:
     # Tuning.
 
     def _tune(self, client: Any, key: Any, args: tuple[Any, ...], store: Decisions) -> Decision:
+        import socket
+
+        from cubejit import config
+        from cubejit.tune.identity import LaunchRecorder
+        from cubejit.tune.keys import jsonable_key
+
         budget = max(0.0, config.settings().tune_budget)
         started_at = time.time()
         started = time.perf_counter()
@@ -255,7 +269,7 @@ class Tuner:
                 measured = measure(clock, run, share, leader)
                 spent += time.perf_counter() - timing_started
             except Exception as e:  # a candidate that fails is skipped, its error kept
-                log.info("tuner %s: candidate %r failed: %s", self.name, candidate.name, e)
+                _log().info("tuner %s: candidate %r failed: %s", self.name, candidate.name, e)
                 error = f"{type(e).__name__}: {e}"
                 results.append(
                     CandidateTimes(candidate.name, Outcome.FAILED, (), identity.as_json(), error)
@@ -301,7 +315,7 @@ class Tuner:
                 "device": store.device,
             },
         )
-        log.info(
+        _log().info(
             "tuner %s: %r won for key %r on %s (%d candidates, %d timed runs, %.3f s)",
             self.name,
             winner,
@@ -320,7 +334,7 @@ class Tuner:
         for kernel_id in recorder.launched:
             if kernel_id.name not in known and (identity.name, kernel_id.name) not in self._warned:
                 self._warned.add((identity.name, kernel_id.name))
-                log.warning(
+                _log().warning(
                     "tuner %s: candidate %r launched kernel %s, which its launch function does "
                     "not name; declare it (cj.Tunable(..., kernels=[...])) so that a change to "
                     "it makes the tuner tune again",
@@ -339,6 +353,8 @@ class Tuner:
         return key
 
     def _canonical_key(self, key: Any) -> Any:
+        from cubejit.tune.keys import canonical_key
+
         return canonical_key(self.name, key)
 
     def _store_key(self, key: Any) -> bytes:

@@ -17,9 +17,12 @@ HERE = Path(__file__).resolve().parent
 
 IMPORTS = (
     f"import sys\nsys.path.insert(0, {str(HERE)!r})\n"
-    "import numpy.testing\nimport cubejit.compile.loader\nfrom store_kernels import warm"
+    "import numpy.testing\nimport cubejit.compile.loader\nimport cubejit.lang.frontend\n"
+    "import cubejit.lang.identity\nfrom store_kernels import warm"
 )
-"""What a child imports while still root (see :func:`store_helpers.run_as_another_user`)."""
+"""What a child imports while still root (see :func:`store_helpers.run_as_another_user`): the
+loader, and the language's translator and identities, which a kernel imports only when it is
+first specialised."""
 
 
 def warming(*batches: list[int]) -> str:

@@ -151,9 +151,14 @@ class CudaClient:
         def load(other: Any) -> Any:
             return self.loader.load(spec, ArtifactId(spec.id(), other), self._logger).function
 
+        cached: list[Callable[[Any, tuple[Any, ...]], None]] = []
+
         def specialised(generated: Callable[[Any, tuple[Any, ...]], None]) -> None:
-            if self._launchers.get(spec) is launch:
+            # Told during construction too (a layout generated before): nothing is cached yet,
+            # and the launcher's own function is already the generated one.
+            if cached and self._launchers.get(spec) is cached[0]:
                 self._launchers.put(spec, generated)
+                cached[0] = generated
 
         launch = Launcher(
             self,
@@ -169,6 +174,7 @@ class CudaClient:
             load=load,
             specialised=specialised,
         ).launch
+        cached.append(launch)
         self._launchers.put(spec, launch)
         return launch
 

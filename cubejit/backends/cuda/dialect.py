@@ -165,7 +165,13 @@ class CudaDialect(Dialect):
         return f"(({self.type_name(target)})({bits}))"
 
 
-_PAIR_OPS = {ir.BinaryOp.ADD: "__hadd2", ir.BinaryOp.SUB: "__hsub2", ir.BinaryOp.MUL: "__hmul2"}
+_PAIR_OPS = {
+    ir.BinaryOp.ADD: "__hadd2_rn",
+    ir.BinaryOp.SUB: "__hsub2_rn",
+    ir.BinaryOp.MUL: "__hmul2_rn",
+}
+"""The `_rn` forms: never contracted into a fused multiply-add, so each lane rounds after each
+operation, as the scalar code and numpy do."""
 _PAIRS = {
     "f16": PairSpelling(
         "__half2", "__halves2half2", "__half2half2", "__low2half", "__high2half", _PAIR_OPS

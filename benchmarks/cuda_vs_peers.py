@@ -393,8 +393,10 @@ def bandwidth() -> dict[str, float]:
     seconds = timed(lambda: saxpy.launch(client, n // 256, 256, 2.0, x, out, out))
     rates["saxpy, 256 units per cube, out is y (plain form)"] = 12 * n / seconds
     checked = cj.client("cuda", check_bounds=True)
-    seconds = timed(lambda: saxpy.launch(checked, n // 256, 256, 2.0, x, y, out))
-    assert np.allclose(client.read(out)[-1000:], 3 * host[-1000:])
+    cx, cy, cout = checked.to_device(host), checked.to_device(host), checked.empty(n, cj.f32)
+    seconds = timed(lambda: saxpy.launch(checked, n // 256, 256, 2.0, cx, cy, cout))
+    assert np.allclose(checked.read(cout)[-1000:], 3 * host[-1000:])
+    del cx, cy, cout
     rates[CHECKED_SAXPY] = 12 * n / seconds
     side = 1 << 14
     shaped = (side, side)

@@ -396,7 +396,6 @@ def bandwidth() -> dict[str, float]:
     cx, cy, cout = checked.to_device(host), checked.to_device(host), checked.empty(n, cj.f32)
     seconds = timed(lambda: saxpy.launch(checked, n // 256, 256, 2.0, cx, cy, cout))
     assert np.allclose(checked.read(cout)[-1000:], 3 * host[-1000:])
-    del cx, cy, cout
     rates[CHECKED_SAXPY] = 12 * n / seconds
     side = 1 << 14
     shaped = (side, side)

@@ -150,7 +150,7 @@ CASES = {
     "len builtin": ("n = len(out)", 1, cj.UnsupportedError, "write `a.len()`"),
     "int builtin": ("n = int(out[0])", 1, cj.UnsupportedError, "write cj.i32(x)"),
     "print an array": ("print(out)", 1, cj.CompilationError, "`out` cannot be printed"),
-    "print a keyword": ("print(1, sep=\"\")", 1, cj.UnsupportedError, "positional strings"),
+    "print a keyword": ('print(1, sep="")', 1, cj.UnsupportedError, "positional strings"),
     "calling a kernel": (
         "other(out)",
         1,

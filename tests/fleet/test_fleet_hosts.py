@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -41,13 +43,24 @@ class Host:
         )
         self.line("ready")
 
-    def line(self, expected: str | None = None) -> str:
+    def line(self, expected: str | None = None, seconds: float = 120) -> str:
+        """Reads the host's output up to the line ``expected`` (any line when None; others are
+        kept for the message); a host that ends, or says nothing of the kind in ``seconds``,
+        fails the test at once rather than leaving it waiting on a process that may not end."""
         assert self.process.stdout is not None
-        text = self.process.stdout.readline().strip()
-        if not text or (expected is not None and text != expected):
-            _, errors = self.process.communicate()
-            pytest.fail(f"host said {text!r}, expected {expected!r}:\n{errors}")
-        return text
+        deadline = time.monotonic() + seconds
+        seen: list[str] = []
+        while True:
+            left = deadline - time.monotonic()
+            ready = left > 0 and select.select([self.process.stdout], [], [], left)[0]
+            text = self.process.stdout.readline().strip() if ready else ""
+            if text and (expected is None or text == expected):
+                return text
+            if not text:
+                self.process.kill()
+                rest, errors = self.process.communicate()
+                pytest.fail(f"host said {seen!r}, then {rest!r}, not {expected!r}:\n{errors}")
+            seen.append(text)
 
     def go(self) -> None:
         assert self.process.stdin is not None

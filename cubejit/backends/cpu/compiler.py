@@ -26,7 +26,7 @@ from cubejit.backends.cpu.capabilities import cpu_capabilities
 from cubejit.backends.cpu.codegen import ENTRY, translation_unit
 from cubejit.backends.cpu.fingerprint import Toolchain
 from cubejit.backends.cpu.layout import variant_parts
-from cubejit.backends.cpu.process import run_bounded
+from cubejit.backends.cpu.process import RunCount, run_bounded
 from cubejit.backends.cpu.vector_math import link_libraries
 from cubejit.compile.id import ArtifactId
 from cubejit.errors import CompilationError, ValidationError, log_tail
@@ -52,23 +52,7 @@ FOLDER_PREFIX = "cubejit-cc-"
 """What the name of each compile's temporary folder starts with."""
 
 
-class CompilerRuns:
-    """A thread-safe count of C compiler runs since the process started."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._count = 0
-
-    @property
-    def count(self) -> int:
-        return self._count
-
-    def increment(self) -> None:
-        with self._lock:
-            self._count += 1
-
-
-compiler_runs = CompilerRuns()
+compiler_runs = RunCount()
 """Every run of the C compiler by any :class:`CpuCompiler` of this process."""
 
 
@@ -106,7 +90,7 @@ class CpuCompiler:
         self.toolchain = toolchain if toolchain is not None else Toolchain.from_settings()
         """What every compile of this compiler runs, read from the settings once."""
         self.capabilities = cpu_capabilities(limits)
-        self._runs = CompilerRuns()
+        self._runs = RunCount()
 
     @property
     def compilations(self) -> int:

@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 
 from cubejit import trust
-from cubejit.backends.cpu.process import run_bounded
+from cubejit.backends.cpu.process import RunCount, run_bounded
 
 _log = logging.getLogger("cubejit.compilation")
 
@@ -30,23 +30,7 @@ UNKNOWN = "unknown"
 """The identity of a compiler that cannot be run or does not say who it is."""
 
 
-class ProbeRuns:
-    """A thread-safe count of ``cc --version`` runs since the process started."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._count = 0
-
-    @property
-    def count(self) -> int:
-        return self._count
-
-    def increment(self) -> None:
-        with self._lock:
-            self._count += 1
-
-
-probe_runs = ProbeRuns()
+probe_runs = RunCount()
 """Every run of a compiler's ``--version`` by this process."""
 
 _lock = threading.Lock()

@@ -14,8 +14,26 @@ import os
 import signal
 import subprocess
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
+
+
+class RunCount:
+    """A thread-safe count of runs of a program since the process started: tests and benchmarks
+    count compiles (and compiler probes) with it, never by timing."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._count = 0
+
+    @property
+    def count(self) -> int:
+        return self._count
+
+    def increment(self) -> None:
+        with self._lock:
+            self._count += 1
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,13 @@ from cubejit.errors import LaunchError
 from cubejit.ir.types import Scalar
 from cubejit.lang import Kernel
 from cubejit.std.cube import MAX, SUM, cube_reduce
+from cubejit.std.lined_rows import (
+    LINED,
+    layer_norm_lines_kernel,
+    line_size,
+    shape_of_lines,
+    softmax_lines_kernel,
+)
 from cubejit.std.views import (
     Operand,
     accumulator,
@@ -173,6 +180,21 @@ def _shape_of_rows(n: int, backend: str) -> tuple[int, int, bool]:
     return dim, 1 << builtins.max(0, per_unit - 1).bit_length(), True
 
 
+def _lined(
+    client: Any, scalar: Scalar, n: int, views: list[Any], steps: list[int]
+) -> tuple[int, int, int] | None:
+    """Lanes, units per cube and lines per unit of the lined form for rows of ``n`` elements
+    (:mod:`~cubejit.std.lined_rows`), or ``None`` where it does not serve: another backend, a
+    row whose elements are not adjacent in every operand, or one too long for one pass."""
+    if not LINED[client.backend] or any(s != 1 for s in steps):
+        return None
+    lanes = line_size(scalar, views)
+    shape = shape_of_lines(n // lanes)
+    if shape is None:
+        return None
+    return lanes, *shape
+
+
 def _rows(x: Operand, out: Operand, axis: int, what: str) -> tuple[int, Any, Any]:
     others = tuple(e for d, e in enumerate(x.shape) if d != axis)
     steps = [tuple(s for d, s in enumerate(o.strides) if d != axis) for o in (x, out)]
@@ -201,6 +223,14 @@ def softmax(x: Any, axis: int = -1, *, out: Any = None, client: Any = None) -> A
     rows, xv, ov = _rows(src, dst, axis, "softmax")
     n = src.shape[axis]
     if rows == 0 or n == 0:
+        return result
+    client = src.client
+    lined = _lined(client, scalar, n, [xv, ov], [src.strides[axis], dst.strides[axis]])
+    if lined is not None:
+        lanes, dim, per_unit = lined
+        softmax_lines_kernel(scalar, lanes).launch(
+            client, rows, dim, cj.lined(xv, lanes), cj.lined(ov, lanes), -math.inf, K=per_unit
+        )
         return result
     dim, per_unit, one_pass = _shape_of_rows(n, src.client.backend)
     softmax_kernel(scalar).launch(
@@ -231,6 +261,7 @@ def layer_norm(
     scalar = floating(src, "layer_norm")
     n = src.shape[-1] if src.ndim else 0
     params = []
+    steps = [src.strides[-1] if src.ndim else 1]
     for name, given, fill in (("weight", weight, 1.0), ("bias", bias, 0.0)):
         if given is None:
             given = src.client.to_device(np.full(builtins.max(n, 1), fill, scalar.dtype))
@@ -244,9 +275,20 @@ def layer_norm(
                 f"cubejit.std.layer_norm: {name} holds {p.scalar.name}, not {scalar.name}"
             )
         params.append(p.view(p.shape, p.strides))
+        steps.append(p.strides[0] if p.strides else 1)
     result, dst = output(out, src.client, src.shape, scalar, "layer_norm")
     rows, xv, ov = _rows(src, dst, src.ndim - 1, "layer_norm")
     if rows == 0 or n == 0:
+        return result
+    client = src.client
+    lined = _lined(client, scalar, n, [xv, ov, *params], [*steps, dst.strides[-1]])
+    if lined is not None:
+        lanes, dim, per_unit = lined
+        w, b = (cj.lined(p, lanes) for p in params)
+        layer_norm_lines_kernel(scalar, lanes).launch(
+            client, rows, dim, cj.lined(xv, lanes), w, b, cj.lined(ov, lanes), eps, float(n),
+            K=per_unit,
+        )
         return result
     dim, per_unit, one_pass = _shape_of_rows(n, src.client.backend)
     layer_norm_kernel(scalar).launch(

@@ -20,9 +20,8 @@ import functools
 from typing import Any
 
 import cubejit as cj
-from cubejit.ir.types import Scalar
+from cubejit.ir.types import LINE_SIZES, Scalar
 from cubejit.lang import Kernel
-from cubejit.ir.types import LINE_SIZES
 from cubejit.runtime.lines import fits, layout_of
 from cubejit.std.cube import MAX, SUM, cube_reduce
 from cubejit.std.views import accumulator

@@ -22,7 +22,7 @@ from typing import Any
 
 import cubejit as cj
 from cubejit.errors import LaunchError
-from cubejit.ir.types import Scalar
+from cubejit.ir.types import MAX_LINE_BYTES, Scalar
 from cubejit.lang import Kernel
 from cubejit.std.cube import MAX, MIN, OPERATIONS, SUM, combine, cube_reduce
 from cubejit.std.views import (
@@ -105,6 +105,68 @@ def runs_kernel(T: Scalar) -> Kernel:
     return reduce_runs
 
 
+LINES = {"cpu": None, "cuda": (1024, 132, 8)}
+"""For a reduction over all elements of a contiguous array: units per cube, cubes and lines
+each unit loads a round (independent loads in flight) of the lined form, or ``None`` where a
+backend keeps the runs form. The cubes are a bounded number (one or a few per multiprocessor)
+that take the array grid-stride, so that their partials are few and one small cube finishes."""
+
+
+@functools.cache
+def lines_kernel(T: Scalar) -> Kernel:
+    A = accumulator(T)
+    reduce_cube = cube_reduce(A)
+
+    @cj.kernel
+    def reduce_lines(
+        x: cj.Array[cj.Line[T]],  # type: ignore[valid-type]
+        whole: cj.Tensor[T, 3],  # type: ignore[valid-type]
+        partial: cj.Array[A],  # type: ignore[valid-type]
+        init: A,  # type: ignore[valid-type]
+        OP: cj.Comptime[int],
+        K: cj.Comptime[int],
+    ):
+        u = cj.UNIT_POS
+        cubes = cj.CUBE_COUNT
+        chunks = x.len() // cj.CUBE_DIM
+        rounds = chunks // (cubes * K)
+        acc = cj.line(init, x.line_size())
+        for r in range(rounds):
+            first = r * (cubes * K) + cj.CUBE_POS
+            for k in cj.unroll(range(K)):
+                v = A(x[(first + cj.u32(k) * cubes) * cj.CUBE_DIM + u])
+                if OP == 0:
+                    acc += v
+                elif OP == 1:
+                    acc = cj.max(acc, v)
+                else:
+                    acc = cj.min(acc, v)
+        for c in range(rounds * (cubes * K) + cj.CUBE_POS, chunks, cubes):
+            v = A(x[c * cj.CUBE_DIM + u])
+            if OP == 0:
+                acc += v
+            elif OP == 1:
+                acc = cj.max(acc, v)
+            else:
+                acc = cj.min(acc, v)
+        own = acc[0]
+        for lane in cj.unroll(range(1, x.line_size())):
+            own = combine(own, acc[lane], OP)
+        if cj.CUBE_POS == 0:
+            j = chunks * cj.CUBE_DIM + u
+            if j < x.len():
+                for lane in cj.unroll(range(x.line_size())):
+                    own = combine(own, A(T(x[j][lane])), OP)
+            rest = x.len() * x.line_size() + u
+            if rest < whole.shape(2):
+                own = combine(own, A(T(whole[0, 0, rest])), OP)
+        total = reduce_cube(own, OP)
+        if cj.UNIT_POS == 0:
+            partial[cj.CUBE_POS] = total
+
+    return reduce_lines
+
+
 def _row_dim(n: int) -> int:
     """Units per cube for rows of ``n``: a power of two from 32 to 256 covering the row."""
     return builtins.min(256, builtins.max(32, 1 << builtins.max(0, n - 1).bit_length()))
@@ -141,6 +203,10 @@ def reduce_all(x: Operand, out: Operand, op: int, init: float, scale: float) -> 
         flat = Operand(client, x.scalar, (a, b), (xa, xb), x.base, x.owner)
         reduce_rows(flat, 1, rows, op, init, 1.0)
         x, b, xb = rows, a, 1
+    lined = LINES[client.backend]
+    if lined is not None and xb == 1 and b > lined[0]:
+        reduce_lines(x, b, out, op, init, scale, lined)
+        return
     dim, per_unit = RUN[client.backend]
     run = dim * per_unit
     if b <= run:
@@ -156,6 +222,42 @@ def reduce_all(x: Operand, out: Operand, op: int, init: float, scale: float) -> 
         xv = partial.view((1, 1, cubes), (0, 0, 1))
     rows_kernel(acc if b > run else x.scalar, out.scalar).launch(
         client, 1, dim, xv, out.view((1, 1, 1), (0, 0, 0)), init, scale, OP=op
+    )
+
+
+def reduce_lines(
+    x: Operand, n: int, out: Operand, op: int, init: float, scale: float, lined: tuple[int, ...]
+) -> None:
+    """Reduces the ``n`` adjacent elements at ``x``'s start into ``out``'s one element: the
+    lined form takes the elements that fill whole 16-byte lines, and its first cube the few
+    after them."""
+    client = x.client
+    acc = accumulator(x.scalar)
+    dim, cubes, per_round = lined
+    width = MAX_LINE_BYTES // x.scalar.itemsize
+    body = n - n % width
+    cubes = builtins.max(1, builtins.min(cubes, body // (dim * width)))
+    partial = operand(new_array(client, (cubes,), acc), client)
+    lines_kernel(x.scalar).launch(
+        client,
+        cubes,
+        dim,
+        x.view((body,), (1,)),
+        x.view((1, 1, n), (0, 0, 1)),
+        partial.owner,
+        init,
+        OP=op,
+        K=per_round,
+    )
+    rows_kernel(acc, out.scalar).launch(
+        client,
+        1,
+        _row_dim(cubes),
+        partial.view((1, 1, cubes), (0, 0, 1)),
+        out.view((1, 1, 1), (0, 0, 0)),
+        init,
+        scale,
+        OP=op,
     )
 
 

@@ -286,7 +286,15 @@ def layer_norm(
         lanes, dim, per_unit = lined
         w, b = (cj.lined(p, lanes) for p in params)
         layer_norm_lines_kernel(scalar, lanes).launch(
-            client, rows, dim, cj.lined(xv, lanes), w, b, cj.lined(ov, lanes), eps, float(n),
+            client,
+            rows,
+            dim,
+            cj.lined(xv, lanes),
+            w,
+            b,
+            cj.lined(ov, lanes),
+            eps,
+            float(n),
             K=per_unit,
         )
         return result

@@ -15,7 +15,7 @@ from cubejit.backends.cuda.driver import ARCHITECTURAL_LIMITS
 from cubejit.compile.id import ArtifactId
 from cubejit.compile.recording import CompilationRecording
 from cubejit.ir.types import TensorType
-from cubejit.std import histograms, reductions, rows, scan, tiles
+from cubejit.std import histograms, lined_rows, reductions, rows, scan, tiles
 
 pytestmark = pytest.mark.cuda_packages
 
@@ -30,6 +30,20 @@ def _specs() -> list[Any]:
         a = cj.f64 if t == cj.f64 else cj.f32
         specs.append(reductions.rows_kernel(t, t).specialize(256, OP=1))
         specs.append(reductions.runs_kernel(t).specialize(256, OP=0, R=16, UNROLL=True))
+        lanes = 16 // t.itemsize
+        for op in (0, 1):
+            specs.append(
+                reductions.lines_kernel(t).specialize(1024, OP=op, K=8, line_sizes=dict(x=lanes))
+            )
+        lined = dict(x=lanes, out=lanes, weight=lanes, bias=lanes)
+        specs.append(
+            lined_rows.softmax_lines_kernel(t, lanes).specialize(
+                256, K=4, line_sizes=dict(x=lanes, out=lanes)
+            )
+        )
+        specs.append(
+            lined_rows.layer_norm_lines_kernel(t, lanes).specialize(512, K=2, line_sizes=lined)
+        )
         specs.append(rows.softmax_kernel(t).specialize(1024, K=8, ONE_PASS=True))
         specs.append(rows.softmax_kernel(t).specialize(1024, K=1, ONE_PASS=False))
         specs.append(rows.layer_norm_kernel(t).specialize(256, K=4, ONE_PASS=True))

@@ -1,5 +1,5 @@
 # Kernels here compute on element types chosen when each is made, which mypy cannot follow.
-# mypy: disable-error-code="valid-type, operator, type-arg"
+# mypy: disable-error-code="valid-type, operator, type-arg, call-overload"
 """``softmax`` and ``layer_norm`` over contiguous rows, read and written in lines.
 
 Where a row's elements are adjacent (its stride is 1 in the input and the output), a launch

@@ -1,5 +1,5 @@
 # Kernels here compute on element types chosen when each is made, which mypy cannot follow.
-# mypy: disable-error-code="valid-type, operator, type-arg"
+# mypy: disable-error-code="valid-type, operator, type-arg, type-var"
 """``sum``, ``max``, ``min`` and ``mean`` over one axis or all of an array.
 
 Over an axis, one cube reduces each row: the axis is the row, the other dimensions are folded

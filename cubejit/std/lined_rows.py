@@ -17,12 +17,10 @@ from __future__ import annotations
 
 import builtins
 import functools
-from typing import Any
 
 import cubejit as cj
-from cubejit.ir.types import LINE_SIZES, Scalar
+from cubejit.ir.types import LINE_SIZES, MAX_LINE_BYTES, Scalar
 from cubejit.lang import Kernel
-from cubejit.runtime.lines import fits, layout_of
 from cubejit.std.cube import MAX, SUM, cube_reduce
 from cubejit.std.views import accumulator
 
@@ -128,14 +126,16 @@ def layer_norm_lines_kernel(T: Scalar, L: int) -> Kernel:
     return layer_norm_lines
 
 
-def line_size(scalar: Scalar, views: list[Any]) -> int:
-    """The widest line size every one of ``views`` (tensors whose innermost stride is 1) takes."""
-    layouts = [layout_of(v) for v in views]
-    return next(
-        n
-        for n in LINE_SIZES
-        if all(lay is not None and fits(lay, scalar, n, True) for lay in layouts)
-    )
+def line_size(scalar: Scalar, n: int, layouts: list[tuple[int, tuple[int, ...]]]) -> int:
+    """The widest line size that rows of ``n`` adjacent elements take in every one of
+    ``layouts`` (each the address of its first element, in bytes, and its other strides, in
+    elements): the size a launch allows (:mod:`cubejit.runtime.lines`), told from integers."""
+    for lanes in LINE_SIZES:
+        width = lanes * scalar.itemsize
+        if width <= MAX_LINE_BYTES and n % lanes == 0:
+            if all(a % width == 0 and all(s % lanes == 0 for s in o) for a, o in layouts):
+                return lanes
+    return 1
 
 
 @functools.cache

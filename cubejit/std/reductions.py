@@ -18,6 +18,7 @@ from __future__ import annotations
 import builtins
 import functools
 import math
+import weakref
 from typing import Any
 
 import cubejit as cj
@@ -225,6 +226,23 @@ def reduce_all(x: Operand, out: Operand, op: int, init: float, scale: float) -> 
     )
 
 
+_SCRATCH: weakref.WeakKeyDictionary[Any, dict[str, Operand]] = weakref.WeakKeyDictionary()
+
+
+def _partials(client: Any, acc: Scalar, cubes: int) -> Operand:
+    """``cubes`` elements of ``acc`` for the lined form's partials. On CUDA one buffer per
+    client and type serves every call: the client's launches run in order on its one stream,
+    so a call's partials are read before the next call writes them, and no call allocates (or
+    frees, which waits for the device)."""
+    if client.backend != "cuda":
+        return operand(new_array(client, (cubes,), acc), client)
+    kept = _SCRATCH.setdefault(client, {})
+    buffer = kept.get(acc.name)
+    if buffer is None or buffer.size < cubes:
+        buffer = kept[acc.name] = operand(new_array(client, (builtins.max(cubes, 1024),), acc))
+    return buffer
+
+
 def reduce_lines(
     x: Operand, n: int, out: Operand, op: int, init: float, scale: float, lined: tuple[int, ...]
 ) -> None:
@@ -237,7 +255,7 @@ def reduce_lines(
     width = MAX_LINE_BYTES // x.scalar.itemsize
     body = n - n % width
     cubes = builtins.max(1, builtins.min(cubes, body // (dim * width)))
-    partial = operand(new_array(client, (cubes,), acc), client)
+    partial = _partials(client, acc, cubes)
     lines_kernel(x.scalar).launch(
         client,
         cubes,

@@ -180,22 +180,28 @@ def _shape_of_rows(n: int, backend: str) -> tuple[int, int, bool]:
     return dim, 1 << builtins.max(0, per_unit - 1).bit_length(), True
 
 
+Layouts = list[tuple[Operand, tuple[int, ...]]]
+
+
 def _lined(
-    client: Any, scalar: Scalar, n: int, views: list[Any], steps: list[int]
+    scalar: Scalar, n: int, layouts: Layouts, steps: list[int]
 ) -> tuple[int, int, int] | None:
     """Lanes, units per cube and lines per unit of the lined form for rows of ``n`` elements
-    (:mod:`~cubejit.std.lined_rows`), or ``None`` where it does not serve: another backend, a
-    row whose elements are not adjacent in every operand, or one too long for one pass."""
-    if not LINED[client.backend] or any(s != 1 for s in steps):
+    (:mod:`~cubejit.std.lined_rows`) of operands laid out as ``layouts`` (each with its strides
+    other than the row's), or ``None`` where it does not serve: another backend, a row whose
+    elements are not adjacent in every operand (``steps``), or one too long for one pass."""
+    if not LINED[layouts[0][0].client.backend] or any(s != 1 for s in steps):
         return None
-    lanes = line_size(scalar, views)
+    lanes = line_size(scalar, n, [(op.address, outer) for op, outer in layouts])
     shape = shape_of_lines(n // lanes)
     if shape is None:
         return None
     return lanes, *shape
 
 
-def _rows(x: Operand, out: Operand, axis: int, what: str) -> tuple[int, Any, Any]:
+def _rows(x: Operand, out: Operand, axis: int, what: str) -> tuple[int, Any, Any, Layouts]:
+    """The count of rows, ``x`` and ``out`` as rank-3 views of rows, and each with its two
+    folded strides."""
     others = tuple(e for d, e in enumerate(x.shape) if d != axis)
     steps = [tuple(s for d, s in enumerate(o.strides) if d != axis) for o in (x, out)]
     (a, b), ((xa, xb), (oa, ob)) = fold_rows(others, steps, what)
@@ -204,6 +210,7 @@ def _rows(x: Operand, out: Operand, axis: int, what: str) -> tuple[int, Any, Any
         a * b,
         x.view((a, b, n), (xa, xb, x.strides[axis])),
         out.view((a, b, n), (oa, ob, out.strides[axis])),
+        [(x, (xa, xb)), (out, (oa, ob))],
     )
 
 
@@ -220,12 +227,12 @@ def softmax(x: Any, axis: int = -1, *, out: Any = None, client: Any = None) -> A
     scalar = floating(src, "softmax")
     axis = normalize_axis(axis, src.ndim, "softmax")
     result, dst = output(out, src.client, src.shape, scalar, "softmax")
-    rows, xv, ov = _rows(src, dst, axis, "softmax")
+    rows, xv, ov, layouts = _rows(src, dst, axis, "softmax")
     n = src.shape[axis]
     if rows == 0 or n == 0:
         return result
     client = src.client
-    lined = _lined(client, scalar, n, [xv, ov], [src.strides[axis], dst.strides[axis]])
+    lined = _lined(scalar, n, layouts, [src.strides[axis], dst.strides[axis]])
     if lined is not None:
         lanes, dim, per_unit = lined
         softmax_lines_kernel(scalar, lanes).launch(
@@ -261,6 +268,7 @@ def layer_norm(
     scalar = floating(src, "layer_norm")
     n = src.shape[-1] if src.ndim else 0
     params = []
+    operands = []
     steps = [src.strides[-1] if src.ndim else 1]
     for name, given, fill in (("weight", weight, 1.0), ("bias", bias, 0.0)):
         if given is None:
@@ -275,13 +283,15 @@ def layer_norm(
                 f"cubejit.std.layer_norm: {name} holds {p.scalar.name}, not {scalar.name}"
             )
         params.append(p.view(p.shape, p.strides))
+        operands.append(p)
         steps.append(p.strides[0] if p.strides else 1)
     result, dst = output(out, src.client, src.shape, scalar, "layer_norm")
-    rows, xv, ov = _rows(src, dst, src.ndim - 1, "layer_norm")
+    rows, xv, ov, layouts = _rows(src, dst, src.ndim - 1, "layer_norm")
     if rows == 0 or n == 0:
         return result
     client = src.client
-    lined = _lined(client, scalar, n, [xv, ov, *params], [*steps, dst.strides[-1]])
+    layouts += [(p, ()) for p in operands]
+    lined = _lined(scalar, n, layouts, [*steps, dst.strides[-1]])
     if lined is not None:
         lanes, dim, per_unit = lined
         w, b = (cj.lined(p, lanes) for p in params)

@@ -11,6 +11,7 @@ most two (:func:`fold_rows`), so a transposed or sliced input is read in place.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -48,6 +49,13 @@ class Operand:
     def size(self) -> int:
         return math.prod(self.shape)
 
+    @property
+    def address(self) -> int:
+        """The address of the first element, in bytes."""
+        if isinstance(self.base, int):
+            return self.base
+        return int(self.base.__array_interface__["data"][0])
+
     def view(self, shape: tuple[int, ...], strides: tuple[int, ...]) -> Any:
         """The memory under ``shape`` and ``strides`` (elements), as a launch takes it."""
         if self.client.backend == "cpu":
@@ -66,18 +74,32 @@ class DeviceView:
         self.of = of
         self.shape = shape
         self.strides = strides
+        item = of.scalar.itemsize
+        self._interface = {
+            "shape": shape,
+            "typestr": _typestr(of.scalar),
+            "data": (of.base, False),
+            "version": 3,
+            "strides": tuple(s * item for s in strides),
+            "stream": None,
+        }
 
     @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
-        item = self.of.scalar.itemsize
-        return {
-            "shape": self.shape,
-            "typestr": self.of.scalar.dtype.str,
-            "data": (self.of.base, False),
-            "version": 3,
-            "strides": tuple(s * item for s in self.strides),
-            "stream": None,
-        }
+        """The same dictionary at every read: a view never changes, and a launch reads it for
+        each argument (its line size, then its address and layout)."""
+        return self._interface
+
+
+@functools.cache
+def _typestr(scalar: Scalar) -> str:
+    return str(scalar.dtype.str)
+
+
+@functools.cache
+def _scalar_of(typestr: str) -> tuple[np.dtype, Scalar | None]:
+    dtype = np.dtype(typestr)
+    return dtype, from_dtype(dtype)
 
 
 def operand(x: Any, client: Client | None = None, name: str = "x") -> Operand:
@@ -125,8 +147,7 @@ def _device_operand(x: Any, client: Client | None, name: str) -> Operand:
         )
     if client is None:
         client = cj.client("cuda")
-    dtype = np.dtype(interface["typestr"])
-    scalar = from_dtype(dtype)
+    dtype, scalar = _scalar_of(interface["typestr"])
     if scalar is None:
         raise LaunchError(f"{name}: cubejit has no element type for {dtype}")
     shape = tuple(int(e) for e in interface["shape"])
@@ -181,6 +202,16 @@ def fold_rows(shape: tuple[int, ...], strides: list[tuple[int, ...]], what: str)
 
 def try_fold(shape: tuple[int, ...], strides: list[tuple[int, ...]]) -> Folded | None:
     """:func:`fold_rows`, or ``None`` when more than two dimensions remain."""
+    folded = _fold(shape, tuple(strides))
+    return None if folded is None else (folded[0], list(folded[1]))
+
+
+@functools.lru_cache(maxsize=256)
+def _fold(
+    shape: tuple[int, ...], strides: tuple[tuple[int, ...], ...]
+) -> tuple[tuple[int, int], tuple[tuple[int, int], ...]] | None:
+    """:func:`try_fold` of one layout, kept for the next call with it (a model calls a kernel
+    on the same shapes over and over)."""
     dims = [(e, [s[d] for s in strides]) for d, e in enumerate(shape) if e != 1]
     folded: list[tuple[int, list[int]]] = []
     for extent, steps in dims:
@@ -195,7 +226,7 @@ def try_fold(shape: tuple[int, ...], strides: list[tuple[int, ...]]) -> Folded |
     while len(folded) < 2:
         folded.insert(0, (1, [0] * len(strides)))
     (a, a_steps), (b, b_steps) = folded
-    return (a, b), [(sa, sb) for sa, sb in zip(a_steps, b_steps, strict=True)]
+    return (a, b), tuple((sa, sb) for sa, sb in zip(a_steps, b_steps, strict=True))
 
 
 def new_array(client: Client, shape: tuple[int, ...], scalar: Scalar) -> Any:

@@ -15,6 +15,7 @@ from test_std_rows import TOLERANCE, _layer_norm, _softmax
 import cubejit as cj
 import cubejit.std as cs
 from cubejit.std import lined_rows, reductions, rows
+from cubejit.std.views import operand
 
 
 @pytest.fixture(autouse=True)
@@ -43,12 +44,18 @@ def test_softmax_and_layer_norm_of_contiguous_rows_in_lines_match_numpy(
 
 
 def test_rows_of_aligned_contiguous_floats_take_16_byte_lines_and_strided_rows_do_not() -> None:
-    cpu = cj.client("cpu")
-    x = np.zeros((4, 1024), np.float32)
-    assert rows._lined(cpu, cj.f32, 1024, [x, x], [1, 1]) == (4, 64, 4)
-    assert rows._lined(cpu, cj.f32, 1023, [x[:, 1:]] * 2, [1, 1]) == (1, 256, 4)
-    assert rows._lined(cpu, cj.f32, 4, [x.T] * 2, [1024, 1024]) is None
-    assert rows._lined(cpu, cj.f32, 16385, [np.zeros((1, 16385), np.float32)] * 2, [1, 1]) is None
+    def lined(x: np.ndarray, n: int, outer: tuple[int, ...], step: int = 1) -> object:
+        op = operand(x)
+        return rows._lined(cj.f32, n, [(op, outer), (op, outer)], [step, step])
+
+    x = np.zeros((4, 1028), np.float32)
+    assert x.ctypes.data % 16 == 0
+    assert lined(x[:, :1024], 1024, (0, 1028)) == (4, 64, 4)
+    assert lined(x[:, 2:1026], 1024, (0, 1028)) == (2, 128, 4)
+    assert lined(x[:, :1024], 1024, (0, 1026)) == (2, 128, 4)
+    assert lined(x[:, 1:], 1027, (0, 1028)) == (1, 512, 3)
+    assert lined(x.T, 4, (0, 1), 1028) is None
+    assert lined(np.zeros((1, 16388), np.float32), 16388, (0, 0)) is None
 
 
 def test_sliced_and_unaligned_rows_in_lines_match_numpy(device: Device) -> None:

@@ -9,8 +9,8 @@ them in a local array indexed by constants only (registers on CUDA), and the cub
 row's maximum and sum (or mean and variance) from them before the unit writes its lines. A row
 is one cube's: its base is computed once, and every index after it is a line of the row.
 
-The CUDA launch takes this form for every row it fits (:data:`LINES_PER_UNIT` lines per unit at
-most); the CPU keeps :mod:`~cubejit.std.rows`'s kernels, which GCC vectorises across units.
+The CUDA launch takes this form for every row it fits (:data:`LINES_PER_UNIT` lines per unit
+at most); the CPU keeps :mod:`~cubejit.std.rows`'s kernels, which GCC vectorises across units.
 """
 
 from __future__ import annotations
@@ -27,9 +27,11 @@ from cubejit.std.views import accumulator
 LINED = {"cpu": False, "cuda": True}
 """Whether a backend's launches take the lined form for contiguous rows."""
 
-LINES_PER_UNIT = 4
-"""The most lines of a row each unit keeps: the row is spread over units so that each holds at
-most this many (a row longer than ``1024`` units of them takes the two-pass form)."""
+LINES_PER_UNIT = {"softmax": 4, "layer_norm": 4}
+"""The most lines of a row each unit of a kernel keeps: the row is spread over units so that
+each holds at most this many (a row longer than ``1024`` units of them takes the two-pass form
+of :mod:`~cubejit.std.rows`). Fewer lines a unit means more units to a row, so shorter rows
+still fill the multiprocessors; more means more loads in flight and fewer cube-wide steps."""
 
 
 @functools.cache
@@ -139,12 +141,12 @@ def line_size(scalar: Scalar, n: int, layouts: list[tuple[int, tuple[int, ...]]]
 
 
 @functools.cache
-def shape_of_lines(lines: int) -> tuple[int, int] | None:
-    """Units per cube and lines per unit for rows of ``lines`` lines; ``None`` past what one
-    pass keeps."""
-    want = -(-lines // LINES_PER_UNIT)
+def shape_of_lines(lines: int, most: int) -> tuple[int, int] | None:
+    """Units per cube and lines per unit for rows of ``lines`` lines, each unit keeping at most
+    ``most``; ``None`` past what one pass keeps."""
+    want = -(-lines // most)
     dim = builtins.min(1024, builtins.max(32, 1 << builtins.max(0, want - 1).bit_length()))
     per_unit = -(-lines // dim)
-    if per_unit > LINES_PER_UNIT:
+    if per_unit > most:
         return None
     return dim, builtins.max(1, per_unit)

@@ -28,6 +28,7 @@ from cubejit.lang import Kernel
 from cubejit.std.cube import MAX, SUM, cube_reduce
 from cubejit.std.lined_rows import (
     LINED,
+    LINES_PER_UNIT,
     layer_norm_lines_kernel,
     line_size,
     shape_of_lines,
@@ -184,7 +185,7 @@ Layouts = list[tuple[Operand, tuple[int, ...]]]
 
 
 def _lined(
-    scalar: Scalar, n: int, layouts: Layouts, steps: list[int]
+    what: str, scalar: Scalar, n: int, layouts: Layouts, steps: list[int]
 ) -> tuple[int, int, int] | None:
     """Lanes, units per cube and lines per unit of the lined form for rows of ``n`` elements
     (:mod:`~cubejit.std.lined_rows`) of operands laid out as ``layouts`` (each with its strides
@@ -193,7 +194,7 @@ def _lined(
     if not LINED[layouts[0][0].client.backend] or any(s != 1 for s in steps):
         return None
     lanes = line_size(scalar, n, [(op.address, outer) for op, outer in layouts])
-    shape = shape_of_lines(n // lanes)
+    shape = shape_of_lines(n // lanes, LINES_PER_UNIT[what])
     if shape is None:
         return None
     return lanes, *shape
@@ -232,7 +233,7 @@ def softmax(x: Any, axis: int = -1, *, out: Any = None, client: Any = None) -> A
     if rows == 0 or n == 0:
         return result
     client = src.client
-    lined = _lined(scalar, n, layouts, [src.strides[axis], dst.strides[axis]])
+    lined = _lined("softmax", scalar, n, layouts, [src.strides[axis], dst.strides[axis]])
     if lined is not None:
         lanes, dim, per_unit = lined
         softmax_lines_kernel(scalar, lanes).launch(
@@ -291,7 +292,7 @@ def layer_norm(
         return result
     client = src.client
     layouts += [(p, ()) for p in operands]
-    lined = _lined(scalar, n, layouts, [*steps, dst.strides[-1]])
+    lined = _lined("layer_norm", scalar, n, layouts, [*steps, dst.strides[-1]])
     if lined is not None:
         lanes, dim, per_unit = lined
         w, b = (cj.lined(p, lanes) for p in params)

@@ -46,7 +46,7 @@ def test_softmax_and_layer_norm_of_contiguous_rows_in_lines_match_numpy(
 def test_rows_of_aligned_contiguous_floats_take_16_byte_lines_and_strided_rows_do_not() -> None:
     def lined(x: np.ndarray, n: int, outer: tuple[int, ...], step: int = 1) -> object:
         op = operand(x)
-        return rows._lined(cj.f32, n, [(op, outer), (op, outer)], [step, step])
+        return rows._lined("softmax", cj.f32, n, [(op, outer), (op, outer)], [step, step])
 
     x = np.zeros((4, 1028), np.float32)
     assert x.ctypes.data % 16 == 0

@@ -107,9 +107,12 @@ def operand(x: Any, client: Client | None = None, name: str = "x") -> Operand:
 
     Raises :class:`~cubejit.errors.LaunchError` for something that is not an array of a client,
     or an array of another client than ``client``."""
-    from cubejit.backends.cpu.launcher import CpuBuffer
-
-    if isinstance(x, CpuBuffer):
+    cpu_buffer, cuda_buffer = _buffer_types()
+    if isinstance(x, cuda_buffer):
+        if client is None:
+            client = x.client
+        return Operand(client, x.scalar, x.shape, _c_strides(x.shape), x.ptr, x)
+    if isinstance(x, cpu_buffer):
         x = x.array
     if isinstance(x, np.ndarray):
         if client is None:
@@ -130,15 +133,17 @@ def _base_of(x: np.ndarray) -> np.ndarray:
     return np.lib.stride_tricks.as_strided(x, (1,), (x.itemsize,)).reshape(1)
 
 
-def _device_operand(x: Any, client: Client | None, name: str) -> Operand:
+@functools.cache
+def _buffer_types() -> tuple[type, type]:
+    """The CPU and CUDA clients' buffer types, imported at the first call (the backends import
+    the language, which this package's kernels need first)."""
+    from cubejit.backends.cpu.launcher import CpuBuffer
     from cubejit.backends.cuda.buffer import CudaBuffer
 
-    if isinstance(x, CudaBuffer):
-        if client is None:
-            client = x.client
-        shape = x.shape
-        strides = _c_strides(shape)
-        return Operand(client, x.scalar, shape, strides, x.ptr, x)
+    return CpuBuffer, CudaBuffer
+
+
+def _device_operand(x: Any, client: Client | None, name: str) -> Operand:
     interface = getattr(x, "__cuda_array_interface__", None)
     if interface is None:
         raise LaunchError(
@@ -156,6 +161,7 @@ def _device_operand(x: Any, client: Client | None, name: str) -> Operand:
     return Operand(client, scalar, shape, strides, int(interface["data"][0]), x)
 
 
+@functools.lru_cache(maxsize=256)
 def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     strides, step = [], 1
     for extent in reversed(shape):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,6 +22,10 @@ import cubejit as cj
 from cubejit.errors import LaunchError
 from cubejit.ir.types import Scalar, f32, f64, from_dtype
 from cubejit.runtime.protocol import Client
+
+if TYPE_CHECKING:
+    from cubejit.backends.cpu.launcher import CpuBuffer
+    from cubejit.backends.cuda.buffer import CudaBuffer
 
 FLOATS = ("f16", "bf16", "f32", "f64")
 """The element types the standard kernels compute on."""
@@ -134,13 +138,13 @@ def _base_of(x: np.ndarray) -> np.ndarray:
 
 
 @functools.cache
-def _buffer_types() -> tuple[type, type]:
+def _buffer_types() -> tuple[type[CpuBuffer], type[CudaBuffer]]:
     """The CPU and CUDA clients' buffer types, imported at the first call (the backends import
     the language, which this package's kernels need first)."""
-    from cubejit.backends.cpu.launcher import CpuBuffer
-    from cubejit.backends.cuda.buffer import CudaBuffer
+    from cubejit.backends.cpu.launcher import CpuBuffer as Cpu
+    from cubejit.backends.cuda.buffer import CudaBuffer as Cuda
 
-    return CpuBuffer, CudaBuffer
+    return Cpu, Cuda
 
 
 def _device_operand(x: Any, client: Client | None, name: str) -> Operand:

@@ -16,9 +16,11 @@ signature (``A(T(v))``), because the frontend resolves annotations through the k
 from __future__ import annotations
 
 import builtins
+import contextlib
 import functools
 import math
-import weakref
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 import cubejit as cj
@@ -226,21 +228,27 @@ def reduce_all(x: Operand, out: Operand, op: int, init: float, scale: float) -> 
     )
 
 
-_SCRATCH: weakref.WeakKeyDictionary[Any, dict[str, Operand]] = weakref.WeakKeyDictionary()
+_SCRATCH: dict[tuple[Any, str], tuple[threading.Lock, list[Operand]]] = {}
+_SCRATCH_LOCK = threading.Lock()
 
 
-def _partials(client: Any, acc: Scalar, cubes: int) -> Operand:
-    """``cubes`` elements of ``acc`` for the lined form's partials. On CUDA one buffer per
-    client and type serves every call: the client's launches run in order on its one stream,
-    so a call's partials are read before the next call writes them, and no call allocates (or
-    frees, which waits for the device)."""
+@contextlib.contextmanager
+def _partials(client: Any, acc: Scalar, cubes: int) -> Iterator[Operand]:
+    """``cubes`` elements of ``acc`` for the lined form's partials, for the launches made
+    inside the ``with``. On CUDA one buffer per client and type serves every call, kept as long
+    as the client (a client of ``cj.client`` lives as long as the process): the client's
+    launches run in order on its one stream, and a lock keeps each call's two launches
+    together, so a call's partials are read before the next call writes them; no call allocates
+    (or frees, which waits for the device)."""
     if client.backend != "cuda":
-        return operand(new_array(client, (cubes,), acc), client)
-    kept = _SCRATCH.setdefault(client, {})
-    buffer = kept.get(acc.name)
-    if buffer is None or buffer.size < cubes:
-        buffer = kept[acc.name] = operand(new_array(client, (builtins.max(cubes, 1024),), acc))
-    return buffer
+        yield operand(new_array(client, (cubes,), acc), client)
+        return
+    with _SCRATCH_LOCK:
+        lock, kept = _SCRATCH.setdefault((client, acc.name), (threading.Lock(), []))
+    with lock:
+        if not kept or kept[0].size < cubes:
+            kept[:] = [operand(new_array(client, (builtins.max(cubes, 1024),), acc), client)]
+        yield kept[0]
 
 
 def reduce_lines(
@@ -255,28 +263,28 @@ def reduce_lines(
     width = MAX_LINE_BYTES // x.scalar.itemsize
     body = n - n % width
     cubes = builtins.max(1, builtins.min(cubes, body // (dim * width)))
-    partial = _partials(client, acc, cubes)
-    lines_kernel(x.scalar).launch(
-        client,
-        cubes,
-        dim,
-        x.view((body,), (1,)),
-        x.view((1, 1, n), (0, 0, 1)),
-        partial.owner,
-        init,
-        OP=op,
-        K=per_round,
-    )
-    rows_kernel(acc, out.scalar).launch(
-        client,
-        1,
-        _row_dim(cubes),
-        partial.view((1, 1, cubes), (0, 0, 1)),
-        out.view((1, 1, 1), (0, 0, 0)),
-        init,
-        scale,
-        OP=op,
-    )
+    with _partials(client, acc, cubes) as partial:
+        lines_kernel(x.scalar).launch(
+            client,
+            cubes,
+            dim,
+            x.view((body,), (1,)),
+            x.view((1, 1, n), (0, 0, 1)),
+            partial.owner,
+            init,
+            OP=op,
+            K=per_round,
+        )
+        rows_kernel(acc, out.scalar).launch(
+            client,
+            1,
+            _row_dim(cubes),
+            partial.view((1, 1, cubes), (0, 0, 1)),
+            out.view((1, 1, 1), (0, 0, 0)),
+            init,
+            scale,
+            OP=op,
+        )
 
 
 def _reduce(what: str, x: Any, axis: int | None, out: Any, client: Any, mean: bool = False) -> Any:

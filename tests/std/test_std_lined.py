@@ -4,6 +4,7 @@ chooses them, and on CUDA itself: awkward lengths, unaligned and sliced rows, -i
 
 from __future__ import annotations
 
+import concurrent.futures
 from collections.abc import Iterator
 
 import numpy as np
@@ -112,3 +113,20 @@ def test_a_reduction_in_lines_of_an_unaligned_slice_and_of_nans_matches_numpy(
     assert np.isnan(device.get(cs.sum(device.put(y))))
     y[:] = np.nan
     assert np.isnan(device.get(cs.max(device.put(y))))
+
+
+def test_sums_from_several_threads_on_one_client_each_get_their_own_total(
+    device: Device,
+) -> None:
+    rng = np.random.default_rng(11)
+    arrays = [rng.standard_normal(300007).astype(np.float32) + k for k in range(4)]
+    placed = [device.put(x) for x in arrays]
+
+    def total(k: int) -> list[float]:
+        return [float(device.get(cs.sum(placed[k]))) for _ in range(5)]
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(total, range(4)))
+    for x, got in zip(arrays, results, strict=True):
+        expected = x.astype(np.float64).sum()
+        assert all(abs(g - expected) <= 1e-4 * np.abs(x).sum() for g in got)

@@ -122,9 +122,10 @@ def _device_operand(x: Any, client: Client | None, name: str) -> Operand:
         dtype, scalar = _TYPES[typestr]
     except KeyError:
         dtype = np.dtype(typestr)
-        scalar = from_dtype(dtype)
-        if scalar is None:
+        found = from_dtype(dtype)
+        if found is None:
             raise LaunchError(f"{name}: cubejit has no element type for {dtype}") from None
+        scalar = found
         _TYPES[typestr] = dtype, scalar
     shape = tuple(int(e) for e in interface["shape"])
     raw = interface.get("strides")

@@ -49,7 +49,6 @@ from cubejit.ir.types import Scalar, TensorType, from_dtype
 from cubejit.runtime.checking import checked_variant
 from cubejit.runtime.layout import U32_MAX, all_contiguous, param_slots
 
-
 ORDINALS_KEPT = 4096
 """The addresses of other libraries' arrays whose device a client remembers."""
 

@@ -15,7 +15,7 @@ from cubejit.backends.cuda.driver import ARCHITECTURAL_LIMITS
 from cubejit.compile.id import ArtifactId
 from cubejit.compile.recording import CompilationRecording
 from cubejit.ir.types import TensorType
-from cubejit.std import histograms, reductions, rows, scan, tiles
+from cubejit.std import histograms, lined_scan, reductions, rows, scan, tiles
 
 pytestmark = pytest.mark.cuda_packages
 
@@ -37,6 +37,24 @@ def _specs() -> list[Any]:
         specs.append(scan.totals_kernel(t).specialize(256, K=16))
         specs.append(scan.scan_kernel(t, t).specialize(256, K=16, EXCLUSIVE=True, OFFSETS=True))
         specs.append(scan.scan_kernel(a, a).specialize(256, K=16, EXCLUSIVE=False, OFFSETS=False))
+        c = lined_scan.CONFIG
+        lanes = 16 // t.itemsize
+        for n in sorted({1, lanes}):
+            specs.append(
+                lined_scan.lined_totals_kernel(t).specialize(
+                    c.units, K=c.lines * c.rounds, line_sizes=dict(x=n)
+                )
+            )
+            specs.append(
+                lined_scan.lined_scan_kernel(t, t).specialize(
+                    c.units,
+                    R=c.lines,
+                    K=c.rounds,
+                    EXCLUSIVE=n > 1,
+                    OFFSETS=True,
+                    line_sizes=dict(x=n),
+                )
+            )
         specs.append(histograms.histogram_kernel(t).specialize(256, R=16, BINS=256, PRIVATE=True))
     specs.append(histograms.histogram_kernel(cj.u32).specialize(256, R=16, BINS=1, PRIVATE=False))
     specs.append(histograms.zero_kernel().specialize(256))

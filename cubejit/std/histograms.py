@@ -25,12 +25,17 @@ import cubejit as cj
 from cubejit.errors import LaunchError
 from cubejit.ir.types import Scalar, f32, f64, i64
 from cubejit.lang import Kernel
+from cubejit.std import integer_bins
+from cubejit.std.integer_bins import IntegerBins
 from cubejit.std.views import operand, output, try_fold
 
 SHARED_BINS = 4096
 """The most bins counted in shared memory (16 KiB of ``u32``)."""
 RUN = {"cpu": (256, 256), "cuda": (256, 16)}
 """Units per cube and elements each unit counts."""
+INTEGER_BINS: dict[str, IntegerBins | None] = {"cpu": None, "cuda": integer_bins.CONFIG}
+"""Where integers counted one value to a bin take :mod:`cubejit.std.integer_bins`, and how;
+``None`` keeps the form above."""
 
 
 def _compute_type(scalar: Scalar) -> Scalar:
@@ -175,6 +180,10 @@ def histogram(
     dim, per_unit = RUN[src.client.backend]
     zero_kernel().launch(src.client, -(-bins // 256), 256, result)
     if src.size == 0:
+        return result
+    form = INTEGER_BINS[src.client.backend]
+    if form is not None and integer_bins.applies(src, bins, lo, hi, form):
+        integer_bins.count(src, result, bins, lo, form)
         return result
     edges = np.linspace(first, last, bins + 1, dtype=compute.dtype)
     device_edges = src.client.to_device(edges)

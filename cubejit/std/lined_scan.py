@@ -35,11 +35,14 @@ from cubejit.std.views import accumulator
 @dataclass(frozen=True)
 class LinedScan:
     """How the lined scan cuts a row: units per cube, lines per unit per round, rounds per
-    cube (a block is ``units * lines * rounds`` lines)."""
+    cube (a block is ``units * lines * rounds`` lines); with ``single_pass``, rows whose sums
+    are ``f32`` take the look-back scan of :mod:`cubejit.std.lookback_scan` in tiles of
+    ``units * lines`` lines instead."""
 
     units: int
     lines: int
     rounds: int
+    single_pass: bool = False
 
 
 CONFIG = LinedScan(units=256, lines=4, rounds=4)

@@ -19,10 +19,11 @@ from typing import Any
 
 import cubejit as cj
 from cubejit.errors import LaunchError
-from cubejit.ir.types import Scalar
+from cubejit.ir.types import Scalar, f32, u64
 from cubejit.lang import Kernel
 from cubejit.std import lined_scan
 from cubejit.std.lined_scan import LinedScan, lined_scan_kernel, lined_totals_kernel
+from cubejit.std.lookback_scan import clear_kernel, lookback_scan_kernel
 from cubejit.std.views import (
     Operand,
     accumulator,
@@ -168,6 +169,23 @@ def _scan_lined(x: Operand, out: Operand, exclusive: bool, flat: bool, form: Lin
     lanes = lined_scan.lanes(xv, x.scalar)
     blocks = max(1, -(-n // (lanes * form.units * form.lines * form.rounds)))
     acc = accumulator(x.scalar)
+    if form.single_pass and acc == f32:
+        tiles = rows * -(-n // (lanes * form.units * form.lines))
+        state = new_array(client, (tiles + 1,), u64)
+        clear_kernel().launch(client, -(-(tiles + 1) // 256), 256, state)
+        lookback_scan_kernel(x.scalar, out.scalar).launch(
+            client,
+            tiles,
+            form.units,
+            cj.lined(xv, lanes),
+            out.view(out.shape, out.strides),
+            state,
+            tiles // rows,
+            R=form.lines,
+            EXCLUSIVE=exclusive,
+            FLAT=flat,
+        )
+        return
     chained = blocks > 1 or (flat and rows > 1)
     offsets = new_array(client, (rows * blocks if chained else 1,), acc)
     if chained:

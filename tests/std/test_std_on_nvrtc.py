@@ -15,7 +15,16 @@ from cubejit.backends.cuda.driver import ARCHITECTURAL_LIMITS
 from cubejit.compile.id import ArtifactId
 from cubejit.compile.recording import CompilationRecording
 from cubejit.ir.types import TensorType
-from cubejit.std import histograms, integer_bins, lined_scan, reductions, rows, scan, tiles
+from cubejit.std import (
+    histograms,
+    integer_bins,
+    lined_scan,
+    lookback_scan,
+    reductions,
+    rows,
+    scan,
+    tiles,
+)
 
 pytestmark = pytest.mark.cuda_packages
 
@@ -45,6 +54,12 @@ def _specs() -> list[Any]:
                     c.units, K=c.lines * c.rounds, line_sizes=dict(x=n)
                 )
             )
+            if t != cj.f64:
+                specs.append(
+                    lookback_scan.lookback_scan_kernel(t, t).specialize(
+                        c.units, R=c.lines, EXCLUSIVE=n > 1, FLAT=n > 1, line_sizes=dict(x=n)
+                    )
+                )
             specs.append(
                 lined_scan.lined_scan_kernel(t, t).specialize(
                     c.units,
@@ -58,6 +73,7 @@ def _specs() -> list[Any]:
         specs.append(histograms.histogram_kernel(t).specialize(256, R=16, BINS=256, PRIVATE=True))
     specs.append(histograms.histogram_kernel(cj.u32).specialize(256, R=16, BINS=1, PRIVATE=False))
     specs.append(histograms.zero_kernel().specialize(256))
+    specs.append(lookback_scan.clear_kernel().specialize(256))
     f = integer_bins.CONFIG
     for t, n in ((cj.i32, 4), (cj.u32, 1), (cj.u8, 8), (cj.i16, 8)):
         specs.append(

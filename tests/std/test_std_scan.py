@@ -68,11 +68,13 @@ def test_a_scan_writes_into_out_and_checks_its_shape() -> None:
         cs.cumsum(x, out=out)
 
 
+@pytest.mark.parametrize("single_pass", [False, True], ids=["reduce-then-scan", "look-back"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64])
-def test_the_lined_form_cuda_scans_with_matches_numpy_when_run_on_the_cpu(
-    monkeypatch: pytest.MonkeyPatch, dtype: type
+def test_the_lined_forms_cuda_scans_with_match_numpy_when_run_on_the_cpu(
+    monkeypatch: pytest.MonkeyPatch, dtype: type, single_pass: bool
 ) -> None:
-    monkeypatch.setitem(scan.LINED, "cpu", LinedScan(units=4, lines=2, rounds=3))
+    form = LinedScan(units=4, lines=2, rounds=3, single_pass=single_pass)
+    monkeypatch.setitem(scan.LINED, "cpu", form)
     for n in (1, 7, 4099, 100_003):
         x = np.random.default_rng(n).standard_normal(n).astype(dtype)
         _check(cs.cumsum(x), x, None, False)

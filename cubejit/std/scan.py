@@ -187,7 +187,12 @@ def _scan_lined(x: Operand, out: Operand, exclusive: bool, flat: bool, form: Lin
         )
         return
     chained = blocks > 1 or (flat and rows > 1)
-    offsets = new_array(client, (rows * blocks if chained else 1,), acc)
+    if chained:
+        offsets = new_array(client, (rows * blocks,), acc)
+    elif x.scalar == acc:
+        offsets = x.view((1,), (1,))
+    else:
+        offsets = new_array(client, (1,), acc)
     if chained:
         totals = new_array(client, (rows * blocks,), acc)
         lined_totals_kernel(x.scalar).launch(

@@ -78,19 +78,19 @@ def test_histogram_writes_into_out_and_refuses_bad_arguments() -> None:
 
 @pytest.mark.parametrize("dtype", [np.int32, np.uint32, np.int8, np.uint16])
 @pytest.mark.parametrize("n", [1, 7, 70_003])
-def test_the_integer_form_cuda_counts_with_matches_numpy_when_run_on_the_cpu(
-    monkeypatch: pytest.MonkeyPatch, dtype: type, n: int
+def test_the_integer_form_cuda_counts_with_matches_numpy_on_a_small_grid(
+    monkeypatch: pytest.MonkeyPatch, device: Device, dtype: type, n: int
 ) -> None:
-    monkeypatch.setitem(
-        histograms.INTEGER_BINS, "cpu", IntegerBins(units=8, lines=2, copies=3, cubes=5)
-    )
+    units = 8 if device.backend == "cpu" else 64
+    form = IntegerBins(units=units, lines=2, copies=3, cubes=5)
+    monkeypatch.setitem(histograms.INTEGER_BINS, device.backend, form)
     info = np.iinfo(dtype)
     x = np.random.default_rng(n).integers(info.min, info.max, n, endpoint=True).astype(dtype)
     lo = -40 if info.min < 0 else 3
     x[: min(n, 4)] = np.array([lo, lo + 100, lo - 1, lo + 101][: min(n, 4)]).astype(dtype)
     narrow = (x.astype(np.int64) % 150 + lo).astype(dtype)
     for values in (x, narrow, narrow.reshape(-1, 1)[::1]):
-        got = cs.histogram(values, 100, (lo, lo + 100))
+        got = device.get(cs.histogram(device.put(values), 100, (lo, lo + 100)))
         np.testing.assert_array_equal(got, np.histogram(values, 100, (lo, lo + 100))[0])
     assert integer_bins.applies(operand(narrow), 100, float(lo), float(lo + 100), CONFIG)
     if n > 1:

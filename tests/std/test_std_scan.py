@@ -70,17 +70,18 @@ def test_a_scan_writes_into_out_and_checks_its_shape() -> None:
 
 @pytest.mark.parametrize("single_pass", [False, True], ids=["reduce-then-scan", "look-back"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64])
-def test_the_lined_forms_cuda_scans_with_match_numpy_when_run_on_the_cpu(
-    monkeypatch: pytest.MonkeyPatch, dtype: type, single_pass: bool
+def test_the_lined_forms_cuda_scans_with_match_numpy_in_small_cubes(
+    monkeypatch: pytest.MonkeyPatch, device: Device, dtype: type, single_pass: bool
 ) -> None:
-    form = LinedScan(units=4, lines=2, rounds=3, single_pass=single_pass)
-    monkeypatch.setitem(scan.LINED, "cpu", form)
+    units = 4 if device.backend == "cpu" else 64
+    form = LinedScan(units=units, lines=2, rounds=3, single_pass=single_pass)
+    monkeypatch.setitem(scan.LINED, device.backend, form)
     for n in (1, 7, 4099, 100_003):
         x = np.random.default_rng(n).standard_normal(n).astype(dtype)
-        _check(cs.cumsum(x), x, None, False)
-        _check(cs.exclusive_cumsum(x), x, None, True)
+        _check(device.get(cs.cumsum(device.put(x))), x, None, False)
+        _check(device.get(cs.exclusive_cumsum(device.put(x))), x, None, True)
     base = np.random.default_rng(6).standard_normal((5, 33, 2000)).astype(dtype)
     x = base.transpose(2, 0, 1)[::3, :, 1:]
     for axis in (0, 1, 2, None):
-        _check(cs.cumsum(x, axis=axis), x, axis, False)
-        _check(cs.exclusive_cumsum(x, axis=axis), x, axis, True)
+        _check(device.get(cs.cumsum(device.put(x), axis=axis)), x, axis, False)
+        _check(device.get(cs.exclusive_cumsum(device.put(x), axis=axis)), x, axis, True)

@@ -58,6 +58,7 @@ def applies(x: Operand, bins: int, lo: float, hi: float, form: IntegerBins) -> b
     return (
         x.scalar.name in SMALL_INTEGERS
         and contiguous
+        and x.size < 2**31
         and lo.is_integer()
         and abs(lo) < 2**40
         and hi - lo == bins

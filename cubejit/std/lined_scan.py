@@ -75,10 +75,14 @@ def lined_totals_kernel(T: Scalar) -> Kernel:
         first = (cj.CUBE_POS % blocks) * cj.CUBE_DIM * K
         start = first + cj.UNIT_POS
         acc = cj.line(A(0), x.line_size())
-        for t in range(min(cj.u32(K), cj.cdiv(n - first, cj.CUBE_DIM))):
-            j = start + cj.u32(t) * cj.CUBE_DIM
-            if j < n:
-                acc += A(T(x[i, k, j]))
+        if first + cj.CUBE_DIM * K <= n:
+            for t in cj.unroll(range(K)):
+                acc += A(T(x[i, k, start + cj.u32(t) * cj.CUBE_DIM]))
+        else:
+            for t in range(min(cj.u32(K), cj.cdiv(n - first, cj.CUBE_DIM))):
+                j = start + cj.u32(t) * cj.CUBE_DIM
+                if j < n:
+                    acc += A(T(x[i, k, j]))
         s = A(0)
         for q in cj.unroll(range(x.line_size())):
             s += acc[q]
@@ -117,18 +121,27 @@ def lined_scan_kernel(T: Scalar, U: Scalar) -> Kernel:
             carry = offsets[cj.CUBE_POS]
         for t in range(min(cj.u32(K), cj.cdiv(n - first, cj.CUBE_DIM * R))):
             start = first + cj.u32(t) * cj.CUBE_DIM * R + cj.UNIT_POS * R
-            s = A(0)
-            for r in cj.unroll(range(R)):
-                v = cj.line(A(0), x.line_size())
-                if start + r < n:
+            if start + R <= n:
+                for r in cj.unroll(range(R)):
                     v = A(T(x[i, k, start + r]))
-                for q in cj.unroll(range(x.line_size())):
-                    if EXCLUSIVE:
-                        run[r * x.line_size() + q] = s
-                        s += v[q]
-                    else:
-                        s += v[q]
-                        run[r * x.line_size() + q] = s
+                    for q in cj.unroll(range(x.line_size())):
+                        run[r * x.line_size() + q] = v[q]
+            else:
+                for r in cj.unroll(range(R)):
+                    v = cj.line(A(0), x.line_size())
+                    if start + r < n:
+                        v = A(T(x[i, k, start + r]))
+                    for q in cj.unroll(range(x.line_size())):
+                        run[r * x.line_size() + q] = v[q]
+            s = A(0)
+            for m in cj.unroll(range(R * x.line_size())):
+                if EXCLUSIVE:
+                    e = run[m]
+                    run[m] = s
+                    s += e
+                else:
+                    s += run[m]
+                    run[m] = s
             before = cj.plane_exclusive_sum(s)
             if cj.UNIT_POS_PLANE == cj.PLANE_DIM - 1:
                 partial[mine] = before + s

@@ -55,18 +55,27 @@ def lookback_scan_kernel(T: Scalar, U: Scalar) -> Kernel:
         n = x.shape(2)
         mine = cj.UNIT_POS // cj.PLANE_DIM
         start = (tile % blocks) * cj.CUBE_DIM * R + cj.UNIT_POS * R
-        s = A(0)
-        for r in cj.unroll(range(R)):
-            v = cj.line(A(0), x.line_size())
-            if start + r < n:
+        if start + R <= n:
+            for r in cj.unroll(range(R)):
                 v = A(T(x[i, k, start + r]))
-            for q in cj.unroll(range(x.line_size())):
-                if EXCLUSIVE:
-                    run[r * x.line_size() + q] = s
-                    s += v[q]
-                else:
-                    s += v[q]
-                    run[r * x.line_size() + q] = s
+                for q in cj.unroll(range(x.line_size())):
+                    run[r * x.line_size() + q] = v[q]
+        else:
+            for r in cj.unroll(range(R)):
+                v = cj.line(A(0), x.line_size())
+                if start + r < n:
+                    v = A(T(x[i, k, start + r]))
+                for q in cj.unroll(range(x.line_size())):
+                    run[r * x.line_size() + q] = v[q]
+        s = A(0)
+        for m in cj.unroll(range(R * x.line_size())):
+            if EXCLUSIVE:
+                e = run[m]
+                run[m] = s
+                s += e
+            else:
+                s += run[m]
+                run[m] = s
         before = cj.plane_exclusive_sum(s)
         if cj.UNIT_POS_PLANE == cj.PLANE_DIM - 1:
             partial[mine] = before + s

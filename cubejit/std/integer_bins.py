@@ -66,6 +66,18 @@ def applies(x: Operand, bins: int, lo: float, hi: float, form: IntegerBins) -> b
     )
 
 
+@cj.function
+def bin_of(v: cj.i64, lo: cj.i64, BINS) -> cj.u32:  # type: ignore[no-untyped-def]
+    """The bin of ``v`` (``hi`` in the last), or ``BINS`` for a value outside the range."""
+    b = v - lo
+    if b == BINS:
+        b = BINS - 1
+    found = cj.u32(BINS)
+    if cj.u64(b) < BINS:
+        found = cj.u32(b)
+    return found
+
+
 @functools.cache
 def integer_bins_kernel(T: Scalar) -> Kernel:
     @cj.kernel
@@ -86,18 +98,20 @@ def integer_bins_kernel(T: Scalar) -> Kernel:
         step = cj.CUBE_COUNT * cj.CUBE_DIM * R
         found = cj.LocalArray[cj.u32](R * x.line_size())
         for first in range(cj.CUBE_POS * cj.CUBE_DIM * R + cj.UNIT_POS, n, step):
-            for r in cj.unroll(range(R)):
-                e = first + cj.u32(r) * cj.CUBE_DIM
-                for q in cj.unroll(range(x.line_size())):
-                    found[r * x.line_size() + q] = cj.u32(BINS)
-                if e < n:
-                    v = x[e]
+            if first + cj.u32(R - 1) * cj.CUBE_DIM < n:
+                for r in cj.unroll(range(R)):
+                    v = x[first + cj.u32(r) * cj.CUBE_DIM]
                     for q in cj.unroll(range(x.line_size())):
-                        b = cj.i64(T(v[q])) - lo
-                        if b == BINS:
-                            b = BINS - 1
-                        if cj.u64(b) < BINS:
-                            found[r * x.line_size() + q] = cj.u32(b)
+                        found[r * x.line_size() + q] = bin_of(cj.i64(T(v[q])), lo, BINS)
+            else:
+                for r in cj.unroll(range(R)):
+                    e = first + cj.u32(r) * cj.CUBE_DIM
+                    for q in cj.unroll(range(x.line_size())):
+                        found[r * x.line_size() + q] = cj.u32(BINS)
+                    if e < n:
+                        v = x[e]
+                        for q in cj.unroll(range(x.line_size())):
+                            found[r * x.line_size() + q] = bin_of(cj.i64(T(v[q])), lo, BINS)
             for m in cj.unroll(range(R * x.line_size())):
                 if found[m] < BINS:
                     local[mine + found[m]].fetch_add(1)

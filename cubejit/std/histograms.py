@@ -7,7 +7,8 @@ per cube) and adds its counts to the global bins once per bin. An element falls 
 numpy's ``histogram`` puts it in: the index ``(x - lo) / (hi - lo) * bins`` computed in the
 input's float type (``f64`` for integers), corrected against the bin edges numpy computes, with
 ``hi`` in the last bin and elements outside ``[lo, hi]`` or NaN left out. More bins than shared
-memory holds count straight into the global bins.
+memory holds count straight into the global bins. On CUDA, contiguous small integers counted one
+value to a bin take the integer-only form of :mod:`cubejit.std.integer_bins`.
 
 Kernels here are made per element type; a kernel names each type in its body as well as in its
 signature, because the frontend resolves annotations through the kernel's closure.

@@ -6,7 +6,10 @@ The scan-then-propagate form: the row is cut into blocks; one launch sums each b
 sums are scanned (by the same routine, so any length works), and one launch rescans each block
 starting from its offset, writing the result. On the CPU a cube is one unit scanning a long
 block serially; on CUDA a cube of units scans a block a cube-width at a time (plane scans, then
-the planes' totals in shared memory). Floats accumulate in ``f32`` (``f64`` for ``f64``).
+the planes' totals in shared memory), except rows of adjacent elements, which CUDA scans in runs
+of lines per unit (:mod:`cubejit.std.lined_scan`, or the single-pass look-back of
+:mod:`cubejit.std.lookback_scan` where :data:`LINED` asks for it). Floats accumulate in ``f32``
+(``f64`` for ``f64``).
 
 Kernels here are made per element type; a kernel names each type in its body as well as in its
 signature, because the frontend resolves annotations through the kernel's closure.

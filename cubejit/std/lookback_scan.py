@@ -100,7 +100,7 @@ def lookback_scan_kernel(T: Scalar, U: Scalar) -> Kernel:
                     word = state[back].load()
                     flag = word >> 32
                     if flag != 0:
-                        prefix += cj.bitcast(cj.u32(word & cj.u64(0xFFFFFFFF)), A)
+                        prefix += cj.bitcast(cj.u32(word & cj.u64(0xFFFFFFFF)), cj.f32)
                         if flag == 2:
                             done = True
                         else:

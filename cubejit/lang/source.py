@@ -20,6 +20,7 @@ from typing import Any
 
 from cubejit.errors import UnsupportedError
 from cubejit.lang.declaration import qualified_name
+from cubejit.lang.source_lines import source_lines
 
 _MISSING = object()
 
@@ -87,7 +88,7 @@ class PySource:
                 kernel=name,
             )
         try:
-            lines, first_line = inspect.getsourcelines(fn)
+            lines, first_line = source_lines(fn)
             file = inspect.getsourcefile(fn) or inspect.getfile(fn)
         except (OSError, TypeError) as exc:
             raise UnsupportedError(

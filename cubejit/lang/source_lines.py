@@ -15,12 +15,8 @@ from __future__ import annotations
 import ast
 import inspect
 import linecache
-import re
 import textwrap
 import types
-
-_DEF_OR_DECORATOR = re.compile(r"^(\s*def\s)|(\s*async\s+def\s)|(.*(?<!\w)lambda(:|\s))|^(\s*@)")
-"""The line ``inspect.findsource`` walks back to from a code object's first line."""
 
 
 def source_lines(fn: types.FunctionType) -> tuple[list[str], int]:
@@ -45,8 +41,8 @@ def _without_tokenizing(fn: types.FunctionType) -> tuple[list[str], int] | None:
     start = code.co_firstlineno - 1
     if not lines or start >= len(lines):
         return None
-    while start > 0 and not _DEF_OR_DECORATOR.match(lines[start]):
-        start -= 1
+    if start > 0 and not _opens_definition(lines[start]):
+        return None
     body = [n for _, _, n in code.co_lines() if n is not None and n > code.co_firstlineno]
     if not body or min(body) > len(lines):
         return None
@@ -77,6 +73,17 @@ def _without_tokenizing(fn: types.FunctionType) -> tuple[list[str], int] | None:
         if stripped and _indent(lines[i]) >= body_column:
             last = i
     return lines[start : last + 1], start + 1
+
+
+def _opens_definition(line: str) -> bool:
+    """Whether ``line`` starts a decorator or a ``def``: where ``inspect.findsource`` stops at
+    once (its regular expression, compiled in every fresh process, is not needed for that)."""
+    words = line.split(None, 2)
+    if not words:
+        return False
+    if words[0].startswith("@"):
+        return True
+    return words[0] == "def" or (words[0] == "async" and len(words) > 1 and words[1] == "def")
 
 
 def _indent(line: str) -> int:

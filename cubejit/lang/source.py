@@ -19,7 +19,7 @@ from typing import Any
 
 from cubejit.errors import UnsupportedError
 from cubejit.lang.declaration import qualified_name
-from cubejit.lang.source_lines import source_lines
+from cubejit.lang.source_lines import parsed_source_lines
 
 _MISSING = object()
 
@@ -102,7 +102,7 @@ class PySource:
                 kernel=name,
             )
         try:
-            lines, first_line = source_lines(fn)
+            lines, first_line, parsed = parsed_source_lines(fn)
             file = inspect.getsourcefile(fn) or inspect.getfile(fn)
         except (OSError, TypeError) as exc:
             raise UnsupportedError(
@@ -113,7 +113,7 @@ class PySource:
         raw = "".join(lines)
         text = textwrap.dedent(raw)
         indent = len(lines[0]) - len(lines[0].lstrip()) if text != raw else 0
-        module = ast.parse(text)
+        module = ast.parse(text) if parsed is None else parsed
         tree = module.body[0]
         if not isinstance(tree, ast.FunctionDef):
             raise UnsupportedError(

@@ -23,13 +23,20 @@ def source_lines(fn: types.FunctionType) -> tuple[list[str], int]:
     """``inspect.getsourcelines(fn)``: the lines of ``fn``'s definition (decorators, trailing
     comments indented as its body included) and the file line of the first. Raises what
     ``inspect`` raises (``OSError``, ``TypeError``) when the source is not available."""
+    lines, first_line, _ = parsed_source_lines(fn)
+    return lines, first_line
+
+
+def parsed_source_lines(fn: types.FunctionType) -> tuple[list[str], int, ast.Module | None]:
+    """:func:`source_lines`, and the parse of the lines dedented when reading them parsed
+    them already (``None``: the caller parses)."""
     found = _without_tokenizing(fn)
     if found is None:
-        return inspect.getsourcelines(fn)
+        return (*inspect.getsourcelines(fn), None)
     return found
 
 
-def _without_tokenizing(fn: types.FunctionType) -> tuple[list[str], int] | None:
+def _without_tokenizing(fn: types.FunctionType) -> tuple[list[str], int, ast.Module | None] | None:
     if hasattr(fn, "__wrapped__"):
         return None
     code = fn.__code__
@@ -66,13 +73,14 @@ def _without_tokenizing(fn: types.FunctionType) -> tuple[list[str], int] | None:
     if tree.end_lineno != len(block) or tree.body[0].lineno == tree.lineno:
         return None
     body_column = _indent(lines[start + tree.body[0].lineno - 1])
+    code_end = last
     for i in range(last + 1, len(lines)):
         stripped = lines[i].strip()
         if stripped and not stripped.startswith("#"):
             break
         if stripped and _indent(lines[i]) >= body_column:
             last = i
-    return lines[start : last + 1], start + 1
+    return lines[start : last + 1], start + 1, module if last == code_end else None
 
 
 def _opens_definition(line: str) -> bool:

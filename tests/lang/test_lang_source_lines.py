@@ -4,15 +4,17 @@ plainly."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
+import textwrap
 import tokenize
 import types
 from collections.abc import Callable, Iterator
 
 import pytest
 
-from cubejit.lang.source_lines import source_lines
+from cubejit.lang.source_lines import parsed_source_lines, source_lines
 
 SHAPES = '''
 @cj.kernel
@@ -114,6 +116,22 @@ def test_every_shape_of_def_reads_as_inspect_reads_it(
     assert len(functions) == 11
     for fn in functions:
         assert source_lines(fn) == inspect.getsourcelines(fn), fn.__qualname__
+
+
+def test_the_parse_read_with_the_lines_is_the_parse_of_their_dedented_text(
+    module: Callable[[str], types.ModuleType],
+) -> None:
+    found = module("import functools\n" + SHAPES)
+    parsed_any = False
+    for fn in functions_of(found):
+        lines, _, parsed = parsed_source_lines(fn)
+        if parsed is not None:
+            parsed_any = True
+            expected = ast.parse(textwrap.dedent("".join(lines)))
+            assert ast.dump(parsed, include_attributes=True) == ast.dump(
+                expected, include_attributes=True
+            ), fn.__qualname__
+    assert parsed_any
 
 
 @pytest.mark.parametrize(

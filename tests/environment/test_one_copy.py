@@ -223,3 +223,27 @@ def test_a_warm_first_launch_reads_the_store_once(
     np.testing.assert_allclose(result, x * np.float32(3.0) - np.float32(1.0), rtol=1e-6)
     assert outcomes[-1] == "loaded"
     assert len(queries) == 1 and queries[0].startswith("SELECT r.key, r.value")
+
+
+def test_a_warm_first_launch_writes_no_records_until_a_batch_compiles(root: Path) -> None:
+    from cubejit.environment import records
+
+    launch_all(CpuClient(target=CpuTarget()), range(1))
+    database = environment.path()
+    written = len(records.read("batches", database))
+    assert written >= 1, "the compiling batch wrote its records at its end"
+    ENVIRONMENTS.reset()
+    process_keeper = records.install()
+    fresh_keeper = records.RecordKeeper()
+    remove_record_sink(process_keeper)
+    add_record_sink(fresh_keeper)
+    try:
+        launch_all(CpuClient(target=CpuTarget()), range(1), cj.kernel(scaled.fn))
+        assert len(records.read("batches", database)) == written
+        launch_all(CpuClient(target=CpuTarget()), range(1, 2), cj.kernel(scaled.fn))
+    finally:
+        remove_record_sink(fresh_keeper)
+        add_record_sink(process_keeper)
+    assert len(records.read("batches", database)) == written + 2, (
+        "the batch that compiled wrote the held one with its own, in one transaction"
+    )

@@ -38,6 +38,7 @@ from cubejit.backends.cuda.driver import (
     open_device,
 )
 from cubejit.backends.cuda.launch import Launcher, arrays_apart, first_mask
+from cubejit.backends.cuda.memory import DeviceMemory
 from cubejit.backends.cuda.target import CudaTarget, fingerprint
 from cubejit.compile.id import ArtifactId
 from cubejit.compile.loader import KernelLoader
@@ -67,7 +68,7 @@ class CudaClient:
         self._driver = driver
         self.device = device
         """The device's ordinal."""
-        _, self._context, self.limits = open_device(device)
+        handle, self._context, self.limits = open_device(device)
         self.limits: CudaLimits
         """What the device allows, read from the driver; kernels are validated against it."""
         self.arch = arch_name(self.limits.compute_capability)
@@ -83,6 +84,8 @@ class CudaClient:
             what="create an event",
             error=BackendUnavailableError,
         )
+        self._memory = DeviceMemory(driver, handle, device, self._stream)
+        """Where the client's buffers live: a stream-ordered pool where the device has one."""
         self._ordinals: dict[int, int] = {}
         """The device of each address another library's array was seen at."""
         self.compiler = CudaCompiler(self.arch, self.limits)
@@ -296,8 +299,7 @@ class CudaClient:
             self._ordinals[ptr] = ordinal
         if ordinal != self.device:
             raise LaunchError(
-                f"{where} lives on CUDA device {ordinal}, not on this "
-                f"client's device {self.device}"
+                f"{where} lives on CUDA device {ordinal}, not on this client's device {self.device}"
             )
         if stream in (None, LEGACY_DEFAULT_STREAM, self.stream_handle):
             return
@@ -311,16 +313,13 @@ class CudaClient:
             raise LaunchError(
                 f"a buffer of shape {shape} has {n} elements; at most {U32_MAX} fit a u32 length"
             )
-        driver = self._driver
         if n == 0:
             return CudaBuffer(self, 0, 0, scalar, None, shape)
         self._make_current()
-        ptr = call(
-            driver.cuMemAlloc,
-            n * scalar.itemsize,
-            what=f"allocate {n} x {scalar.name} on the device",
+        ptr = self._memory.allocate(
+            n * scalar.itemsize, f"allocate {n} x {scalar.name} on the device"
         )
-        return CudaBuffer(self, int(ptr), n, scalar, self._free, shape)
+        return CudaBuffer(self, ptr, n, scalar, self._free, shape)
 
     def _make_current(self) -> None:
         """Makes the client's context current on the calling thread, which any thread may be."""
@@ -328,4 +327,4 @@ class CudaClient:
 
     def _free(self, ptr: int) -> None:
         self._driver.cuCtxSetCurrent(self._context)
-        self._driver.cuMemFree(ptr)
+        self._memory.free(ptr)

@@ -21,6 +21,7 @@ import cubejit as cj
 from cubejit.errors import LaunchError
 from cubejit.ir.types import Scalar
 from cubejit.lang import Kernel
+from cubejit.std import cpu_runs
 from cubejit.std.views import (
     Operand,
     accumulator,
@@ -124,6 +125,9 @@ def scan(x: Operand, out: Operand, exclusive: bool, flat: bool) -> None:
     """Scans ``x`` into ``out``, both rank-3 layouts ``(A, B, N)`` of one shape: along ``N``
     for each row, or, when ``flat``, over all elements in row-major order."""
     client = x.client
+    if client.backend == "cpu" and cpu_runs.adjacent(x, out):
+        cpu_runs.scan(x, out, exclusive, flat)
+        return
     dim, per_block = BLOCK[client.backend]
     a, b, n = x.shape
     rows = a * b

@@ -31,6 +31,9 @@ SCAN_BLOCK = 16384
 """Elements of a row each cube of a running sum walks."""
 HISTOGRAM_RUN = 65536
 """Elements each cube of a histogram counts."""
+UNIT_BINNED = ("i8", "u8", "i16", "u16", "i32", "u32")
+"""Integers whose every value is exact in ``f64``: over bins one wide from a whole number, the
+bin of each is its distance from the first edge, with no float arithmetic."""
 
 
 def lanes_of(scalar: Scalar, *views: Any) -> int:
@@ -206,3 +209,92 @@ def _packed(array: Any, client: Any, shape: tuple[int, int, int]) -> Operand:
     o = operand(array, client)
     _, b, n = shape
     return Operand(o.client, o.scalar, shape, (b * n, n, 1), o.base, o.owner)
+
+
+@functools.cache
+def histogram_kernel(T: Scalar, C: Scalar) -> Kernel:
+    @cj.function
+    def bin_of(v: C, lo: C, per_bin: C, edges: cj.Array[C], bins: cj.u32) -> cj.i32:  # type: ignore[valid-type]
+        b = cj.i32(-1)
+        if v >= lo and v <= edges[bins]:
+            b = min(cj.i32(C(v - lo) * per_bin), cj.i32(bins) - 1)
+            if v < edges[b]:
+                b -= 1
+            if b != cj.i32(bins) - 1 and v >= edges[b + 1]:
+                b += 1
+        return b
+
+    @cj.kernel
+    def count_run_walk(
+        x: cj.Tensor[T, 3],  # type: ignore[valid-type]
+        counts: cj.Array[cj.Atomic[cj.i64]],
+        edges: cj.Array[C],  # type: ignore[valid-type]
+        lo: C,  # type: ignore[valid-type]
+        per_bin: C,  # type: ignore[valid-type]
+        first_bin: cj.i64,
+        blocks: cj.u32,
+        BINS: cj.Comptime[int],
+        R: cj.Comptime[int],
+        UNIT: cj.Comptime[bool],
+    ):
+        local = cj.LocalArray[cj.u32](BINS)
+        for j in range(BINS):
+            local[j] = cj.u32(0)
+        row = cj.CUBE_POS // blocks
+        i = row // x.shape(1)
+        k = row % x.shape(1)
+        first = (cj.CUBE_POS % blocks) * R
+        stop = min(first + R, x.shape(2))
+        for e in range(first, stop):
+            if UNIT:
+                d = cj.i64(T(x[i, k, e])) - first_bin
+                if d >= 0 and d <= cj.i64(BINS):
+                    local[min(cj.i32(d), cj.i32(BINS - 1))] += cj.u32(1)
+            else:
+                b = bin_of(C(T(x[i, k, e])), lo, per_bin, edges, cj.u32(BINS))
+                if b >= 0:
+                    local[b] += cj.u32(1)
+        for j in range(BINS):
+            c = local[j]
+            if c > 0:
+                counts[j].fetch_add(cj.i64(c))
+
+    return count_run_walk
+
+
+def count(
+    client: Any,
+    xv: Any,
+    counts: Any,
+    edges: Any,
+    lo: float,
+    span: float,
+    bins: int,
+    compute: Scalar,
+) -> None:
+    """Adds the counts of the elements of the rank-3 view ``xv`` in ``bins`` bins of ``edges``
+    (from ``lo``, ``span`` wide) to ``counts``; as :mod:`cubejit.std.histograms` bins them,
+    the first guess of a bin multiplying by bins per unit instead of dividing (the edges
+    correct it as they correct the quotient); integers over bins one wide from a whole number
+    (:data:`UNIT_BINNED`) are binned by subtraction alone."""
+    a, b, n = xv.shape
+    blocks = max(1, -(-n // HISTOGRAM_RUN))
+    scalar = operand(xv, client).scalar
+    unit = (
+        scalar.name in UNIT_BINNED and float(lo).is_integer() and span == bins and abs(lo) < 2**62
+    )
+    histogram_kernel(scalar, compute).launch(
+        client,
+        a * b * blocks,
+        1,
+        xv,
+        counts,
+        edges,
+        lo,
+        bins / span,
+        int(lo) if unit else 0,
+        blocks,
+        BINS=bins,
+        R=HISTOGRAM_RUN,
+        UNIT=unit,
+    )

@@ -25,6 +25,7 @@ import cubejit as cj
 from cubejit.errors import LaunchError
 from cubejit.ir.types import Scalar, f32, f64, i64
 from cubejit.lang import Kernel
+from cubejit.std import cpu_runs
 from cubejit.std.views import operand, output, try_fold
 
 SHARED_BINS = 4096
@@ -190,6 +191,9 @@ def histogram(
         (a, b), ((sa, sb),) = folded
         xv = src.view((1, a, b), (0, sa, sb))
     private = bins <= SHARED_BINS
+    if src.client.backend == "cpu" and private:
+        cpu_runs.count(src.client, xv, result, device_edges, lo, span, bins, compute)
+        return result
     cubes = -(-src.size // (dim * per_unit))
     histogram_kernel(src.scalar).launch(
         src.client,

@@ -1,6 +1,6 @@
 """The CPU's forms over long runs (a reduction over all elements, running sums, histograms)
 against numpy: lengths that allow lines of 4, 2 and 1, several levels of partials, several
-blocks per row, and integers binned by subtraction."""
+blocks per row, integers binned by subtraction, and matmul tiles of one unit per cube."""
 
 from __future__ import annotations
 
@@ -55,3 +55,14 @@ def test_integers_binned_by_subtraction_count_what_numpy_counts(
     got = cs.histogram(x, bins, (lo, hi))
     want, _ = np.histogram(x, bins, (lo, hi))
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(("m", "k", "n"), [(1, 1, 1), (9, 5, 7), (33, 70, 96), (70, 33, 130)])
+def test_a_matmul_in_tiles_of_one_unit_matches_numpy_for_any_widths(m: int, k: int, n: int) -> None:
+    rng = np.random.default_rng(m * n)
+    a = rng.standard_normal((k, m)).astype(np.float32).T
+    b = rng.standard_normal((k, n + 3)).astype(np.float32)[:, 2 : n + 2]
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(cs.matmul(a, b), want, rtol=1e-4, atol=1e-4)
+    wide = cs.matmul(a.astype(np.float64), b.astype(np.float64))
+    np.testing.assert_allclose(wide, want, rtol=1e-12, atol=1e-12)

@@ -26,8 +26,7 @@ import cubejit as cj
 from cubejit.errors import LaunchError
 from cubejit.ir.types import Scalar, f32, f64, i64
 from cubejit.lang import Kernel
-from cubejit.std import cpu_runs
-from cubejit.std import integer_bins
+from cubejit.std import cpu_runs, integer_bins
 from cubejit.std.integer_bins import IntegerBins
 from cubejit.std.views import operand, output, try_fold
 

@@ -24,8 +24,7 @@ import cubejit as cj
 from cubejit.errors import LaunchError
 from cubejit.ir.types import Scalar, f32, u64
 from cubejit.lang import Kernel
-from cubejit.std import cpu_runs
-from cubejit.std import lined_scan
+from cubejit.std import cpu_runs, lined_scan
 from cubejit.std.lined_scan import LinedScan, lined_scan_kernel, lined_totals_kernel
 from cubejit.std.lookback_scan import clear_kernel, lookback_scan_kernel
 from cubejit.std.views import (

@@ -24,6 +24,7 @@ import cubejit as cj
 from cubejit.errors import LaunchError
 from cubejit.ir.types import Scalar
 from cubejit.lang import Kernel
+from cubejit.std import cpu_runs
 from cubejit.std.cube import MAX, MIN, OPERATIONS, SUM, combine, cube_reduce
 from cubejit.std.views import (
     Operand,
@@ -141,6 +142,9 @@ def reduce_all(x: Operand, out: Operand, op: int, init: float, scale: float) -> 
         flat = Operand(client, x.scalar, (a, b), (xa, xb), x.base, x.owner)
         reduce_rows(flat, 1, rows, op, init, 1.0)
         x, b, xb = rows, a, 1
+    if client.backend == "cpu" and (xb == 1 or b == 1):
+        cpu_runs.reduce_all(x.view((b,), (1,)), out, op, init, scale)
+        return
     dim, per_unit = RUN[client.backend]
     run = dim * per_unit
     if b <= run:

@@ -26,6 +26,7 @@ import cubejit as cj
 from cubejit.errors import LaunchError
 from cubejit.ir.types import Scalar
 from cubejit.lang import Kernel
+from cubejit.std import cpu_tiles
 from cubejit.std.views import accumulator, floating, operand, output
 from cubejit.tune import Tunable, Tuner, anchor
 
@@ -148,6 +149,9 @@ def matmul(a: Any, b: Any, *, out: Any = None, client: Any = None) -> Any:
     m, n = left.shape[0], right.shape[1]
     result, dst = output(out, left.client, (m, n), scalar, "matmul")
     if m == 0 or n == 0:
+        return result
+    if left.client.backend == "cpu":
+        cpu_tiles.matmul(left.client, left, right, dst)
         return result
     tuner(left.client.backend, scalar).launch(
         left.client,

@@ -52,6 +52,9 @@ class Tiles:
     lined: bool = False
     """Whether this is a configuration of :func:`lined_matmul_kernel` (``tx * ty`` units in one
     dimension), which only contiguous ``f32`` operands whose sizes divide the tiles take."""
+    stages: int = 1
+    """The lined kernel's shared tiles: 1, refilled between two barriers each k-step; 2, one
+    filled while the other is read, one barrier a k-step (twice the shared memory)."""
 
     @property
     def bm(self) -> int:
@@ -64,6 +67,7 @@ class Tiles:
     @property
     def name(self) -> str:
         kind = "lines, " if self.lined else ""
+        kind += "2 stages, " if self.stages == 2 else ""
         return f"{kind}{self.tx}x{self.ty} units, {self.rm}x{self.rn} each, k-step {self.bk}"
 
     def fits(self, m: int, k: int, n: int) -> bool:
@@ -75,6 +79,7 @@ TILES = {
     "cpu": (Tiles(16, 16, 4, 4, 16), Tiles(32, 32, 2, 2, 16)),
     "cuda": (
         Tiles(16, 16, 8, 8, 8, lined=True),
+        Tiles(16, 16, 8, 8, 8, lined=True, stages=2),
         Tiles(16, 16, 8, 8, 16, lined=True),
         Tiles(16, 16, 8, 4, 16, lined=True),
         Tiles(8, 32, 4, 8, 16, lined=True),
@@ -168,7 +173,8 @@ def lined_matmul_kernel() -> Kernel:
     """The ``f32`` kernel for C-contiguous operands, passed lined by four, whose ``BM``, ``BN``
     and ``BK`` divide ``M``, ``N`` and ``K``; one dimension of ``(BM // RM) * (BN // RN)`` units,
     each computing rows ``4y .. 4y + 3`` of every ``BM // (RM // 4)`` and lines ``x`` of every
-    ``BN // RN`` of its cube's tile (``RM`` and ``RN`` multiples of 4)."""
+    ``BN // RN`` of its cube's tile (``RM`` and ``RN`` multiples of 4), through ``STAGES``
+    (1 or 2) shared tiles of each operand."""
 
     @cj.kernel
     def matmul_lines(
@@ -180,9 +186,10 @@ def lined_matmul_kernel() -> Kernel:
         BK: cj.Comptime[int],
         RM: cj.Comptime[int],
         RN: cj.Comptime[int],
+        STAGES: cj.Comptime[int],
     ):
-        tile_a = cj.SharedMemory[cj.f32](BK * (BM + PAD))
-        tile_b = cj.SharedMemory[cj.Line[cj.f32, 4]](BK * BN // LINE)
+        tile_a = cj.SharedMemory[cj.f32](STAGES * BK * (BM + PAD))
+        tile_b = cj.SharedMemory[cj.Line[cj.f32, 4]](STAGES * BK * BN // LINE)
         acc = cj.LocalArray[cj.Line[cj.f32, 4]](RM * RN // LINE)
         ra = cj.LocalArray[cj.f32](RM)
         rb = cj.LocalArray[cj.Line[cj.f32, 4]](RN // LINE)
@@ -204,15 +211,20 @@ def lined_matmul_kernel() -> Kernel:
             next_b[e] = b[
                 (u + e * cj.CUBE_DIM) // (BN // LINE), n0 + (u + e * cj.CUBE_DIM) % (BN // LINE)
             ]
+        for e in cj.unroll(range(BM * BK // LINE // cj.CUBE_DIM)):
+            va = next_a[e]
+            for lane in cj.unroll(range(LINE)):
+                k = (u + e * cj.CUBE_DIM) % (BK // LINE) * LINE + lane
+                tile_a[k * (BM + PAD) + (u + e * cj.CUBE_DIM) // (BK // LINE)] = va[lane]
+        for e in cj.unroll(range(BK * BN // LINE // cj.CUBE_DIM)):
+            tile_b[u + e * cj.CUBE_DIM] = next_b[e]
+        cj.sync_cube()
         for k0 in range(0, inner, BK):
-            for e in cj.unroll(range(BM * BK // LINE // cj.CUBE_DIM)):
-                va = next_a[e]
-                for lane in cj.unroll(range(LINE)):
-                    k = (u + e * cj.CUBE_DIM) % (BK // LINE) * LINE + lane
-                    tile_a[k * (BM + PAD) + (u + e * cj.CUBE_DIM) // (BK // LINE)] = va[lane]
-            for e in cj.unroll(range(BK * BN // LINE // cj.CUBE_DIM)):
-                tile_b[u + e * cj.CUBE_DIM] = next_b[e]
-            cj.sync_cube()
+            step = k0 // BK
+            at_a = step % STAGES * (BK * (BM + PAD))
+            at_b = step % STAGES * (BK * BN // LINE)
+            to_a = (step + 1) % STAGES * (BK * (BM + PAD))
+            to_b = (step + 1) % STAGES * (BK * BN // LINE)
             k1 = k0 + BK
             if k1 < inner:
                 for e in cj.unroll(range(BM * BK // LINE // cj.CUBE_DIM)):
@@ -228,12 +240,23 @@ def lined_matmul_kernel() -> Kernel:
             for kk in cj.unroll(range(BK)):
                 for i in cj.unroll(range(RM)):
                     group = i // LINE * (BM // (RM // LINE))
-                    ra[i] = tile_a[kk * (BM + PAD) + group + y * LINE + i % LINE]
+                    ra[i] = tile_a[at_a + kk * (BM + PAD) + group + y * LINE + i % LINE]
                 for j in cj.unroll(range(RN // LINE)):
-                    rb[j] = tile_b[kk * (BN // LINE) + x + j * (BN // RN)]
+                    rb[j] = tile_b[at_b + kk * (BN // LINE) + x + j * (BN // RN)]
                 for i in cj.unroll(range(RM)):
                     for j in cj.unroll(range(RN // LINE)):
                         acc[i * (RN // LINE) + j] += ra[i] * rb[j]
+            if STAGES == 1:
+                cj.sync_cube()
+            if k1 < inner:
+                for e in cj.unroll(range(BM * BK // LINE // cj.CUBE_DIM)):
+                    va = next_a[e]
+                    for lane in cj.unroll(range(LINE)):
+                        k = (u + e * cj.CUBE_DIM) % (BK // LINE) * LINE + lane
+                        at = to_a + k * (BM + PAD)
+                        tile_a[at + (u + e * cj.CUBE_DIM) // (BK // LINE)] = va[lane]
+                for e in cj.unroll(range(BK * BN // LINE // cj.CUBE_DIM)):
+                    tile_b[to_b + u + e * cj.CUBE_DIM] = next_b[e]
             cj.sync_cube()
         for i in cj.unroll(range(RM)):
             for j in cj.unroll(range(RN // LINE)):
@@ -318,6 +341,7 @@ def matmul_candidate(tiles: Tiles, scalar: Scalar) -> Tunable:
                 BK=tiles.bk,
                 RM=tiles.rm,
                 RN=tiles.rn,
+                STAGES=tiles.stages,
             )
 
         return Tunable(tiles.name, run_lined, kernels=(lined,))

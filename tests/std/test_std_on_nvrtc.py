@@ -53,7 +53,7 @@ def _specs() -> list[Any]:
 
 def _lined_spec(c: tiles.Tiles) -> Any:
     lines = dict(a=tiles.LINE, b=tiles.LINE, out=tiles.LINE)
-    comptime = dict(BM=c.bm, BN=c.bn, BK=c.bk, RM=c.rm, RN=c.rn)
+    comptime = dict(BM=c.bm, BN=c.bn, BK=c.bk, RM=c.rm, RN=c.rn, STAGES=c.stages)
     return tiles.lined_matmul_kernel().specialize(c.tx * c.ty, line_sizes=lines, **comptime)
 
 

@@ -49,6 +49,9 @@ from cubejit.ir.types import Scalar, TensorType, from_dtype
 from cubejit.runtime.checking import checked_variant
 from cubejit.runtime.layout import U32_MAX, all_contiguous, param_slots
 
+ORDINALS_KEPT = 4096
+"""The addresses of other libraries' arrays whose device a client remembers."""
+
 
 class CudaClient:
     """Device buffers, kernel loading and launches on one GPU."""
@@ -80,6 +83,8 @@ class CudaClient:
             what="create an event",
             error=BackendUnavailableError,
         )
+        self._ordinals: dict[int, int] = {}
+        """The device of each address another library's array was seen at."""
         self.compiler = CudaCompiler(self.arch, self.limits)
         """The compiler of this client's kernels (``compiler.compilations`` counts NVRTC runs).
         NVRTC is loaded, and told the device's architecture, only when it first compiles: a
@@ -265,23 +270,39 @@ class CudaClient:
 
     def adopt(self, array: DeviceArray, where: str) -> None:
         """Checks that another library's ``array`` lives on this device and orders this
-        client's stream after the stream its producer named."""
+        client's stream after the stream its producer named.
+
+        The device of each address is asked once: addresses are unified across devices, so an
+        address of this device stays one while anything allocated there lives (a library's
+        caching allocator hands the same addresses out again and again)."""
+        self.adopt_address(array.ptr, array.stream, where)
+
+    def adopt_address(self, ptr: int, stream: int | None, where: str) -> None:
+        """:meth:`adopt` for the address ``ptr`` of an array whose producer named ``stream``."""
         driver = self._driver
-        self._make_current()
-        ordinal = call(
-            driver.cuPointerGetAttribute,
-            driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-            array.ptr,
-            what=f"locate {where}",
-        )
-        if int(ordinal) != self.device:
+        ordinal = self._ordinals.get(ptr)
+        if ordinal is None:
+            self._make_current()
+            ordinal = int(
+                call(
+                    driver.cuPointerGetAttribute,
+                    driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                    ptr,
+                    what=f"locate {where}",
+                )
+            )
+            if len(self._ordinals) >= ORDINALS_KEPT:
+                self._ordinals.clear()
+            self._ordinals[ptr] = ordinal
+        if ordinal != self.device:
             raise LaunchError(
-                f"{where} lives on CUDA device {int(ordinal)}, not on this "
+                f"{where} lives on CUDA device {ordinal}, not on this "
                 f"client's device {self.device}"
             )
-        if array.stream in (None, LEGACY_DEFAULT_STREAM, self.stream_handle):
+        if stream in (None, LEGACY_DEFAULT_STREAM, self.stream_handle):
             return
-        call(driver.cuEventRecord, self._event, array.stream, what=f"wait for {where}")
+        self._make_current()
+        call(driver.cuEventRecord, self._event, stream, what=f"wait for {where}")
         call(driver.cuStreamWaitEvent, self._stream, self._event, 0, what=f"wait for {where}")
 
     def _allocate(self, shape: tuple[int, ...], scalar: Scalar) -> CudaBuffer:

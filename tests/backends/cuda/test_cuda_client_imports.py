@@ -1,0 +1,121 @@
+"""What creating a CUDA client imports, counted in a fresh interpreter through ``sys.modules``:
+the driver's bindings and what a warm first launch needs, never NVRTC (its bindings or its
+library) nor the lowering to C++, which only a compile needs. The driver is a stand-in
+module answering like ``cuda.bindings.driver`` (the seam the opening-ahead tests use too), so
+that this runs without a GPU."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+
+FAKE_DRIVER = """
+import enum, json, sys, types
+import cuda.bindings
+
+calls = []
+ATTRIBUTES = {
+    "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR": 9,
+    "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR": 0,
+    "CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK": 48 * 1024,
+    "CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN": 227 * 1024,
+}
+
+
+class Named:
+    def __getattr__(self, name):
+        return name
+
+
+class Flags(enum.Enum):
+    CU_EVENT_DISABLE_TIMING = 2
+
+
+def answer(name, *values):
+    def fn(*args):
+        calls.append(name)
+        return (0, *values)
+    return fn
+
+
+driver = types.ModuleType("cuda.bindings.driver")
+driver.CUdevice = int
+driver.CUcontext = int
+driver.CUdevice_attribute = Named()
+driver.CUevent_flags = Flags
+driver.cuInit = answer("cuInit")
+driver.cuDeviceGetCount = answer("cuDeviceGetCount", 1)
+driver.cuDeviceGet = answer("cuDeviceGet", 0)
+driver.cuDevicePrimaryCtxRetain = answer("cuDevicePrimaryCtxRetain", 0x1000)
+driver.cuCtxSetCurrent = answer("cuCtxSetCurrent")
+driver.cuDeviceGetName = answer("cuDeviceGetName", b"Fake H200\\0")
+driver.cuStreamCreate = answer("cuStreamCreate", 0x2000)
+driver.cuEventCreate = answer("cuEventCreate", 0x3000)
+
+
+def attribute(which, device):
+    calls.append("cuDeviceGetAttribute")
+    return (0, ATTRIBUTES.get(which, 65535 if "GRID" in which else 1024))
+
+
+driver.cuDeviceGetAttribute = attribute
+sys.modules["cuda.bindings.driver"] = driver
+cuda.bindings.driver = driver
+
+import numpy
+before = set(sys.modules)
+import cubejit as cj
+from cubejit.backends import cuda_opening
+cuda_opening.LIBRARY = "libcubejit-no-such-driver.so.1"
+client = cj.client("cuda")
+print(json.dumps({
+    "repr": repr(client),
+    "calls": sorted(set(calls)),
+    "imported": sorted(set(sys.modules) - before),
+}))
+"""
+
+NOT_FOR_A_CLIENT = (
+    "cuda.bindings.nvrtc",
+    "cuda.bindings.runtime",
+    "cuda.pathfinder",
+    "cubejit.backends.cuda.dialect",
+    "cubejit.backends.cuda.cooperation",
+    "cubejit.backends.cstyle",
+    "cubejit.ir.validate",
+    "cubejit.lang.frontend",
+)
+"""What only compiling needs: NVRTC (its bindings, and the finder that loads its library) and
+the lowering of a kernel to CUDA C++."""
+
+
+@pytest.mark.cuda_packages
+def test_creating_a_cuda_client_imports_neither_nvrtc_nor_the_lowering_to_cpp(
+    tmp_path: Path,
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", FAKE_DRIVER],
+        env={
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "CUBEJIT_CACHE_DIR": str(tmp_path),
+            "CUBEJIT_ENV": "client-imports",
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert found["repr"] == "CudaClient(device=0, Fake H200, sm_90a)"
+    assert "cuStreamCreate" in found["calls"]
+    imported = set(found["imported"])
+    assert {"cubejit.backends.cuda.client", "cubejit.backends.cuda.launch"} <= imported
+    assert [m for m in NOT_FOR_A_CLIENT if m in imported] == []

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from cubejit.backends import cuda_opening
 from cubejit.backends.cuda import nvrtc
 from cubejit.backends.cuda.buffer import (
     LEGACY_DEFAULT_STREAM,
@@ -44,10 +45,22 @@ from cubejit.compile.loader import KernelLoader
 from cubejit.compile.mirror import Mirror
 from cubejit.compile.recording import ServerLogger
 from cubejit.environment import ArtifactStore
+from cubejit.environment.build import build_id
+from cubejit.environment.manager import ENVIRONMENTS
 from cubejit.errors import BackendUnavailableError, LaunchError
 from cubejit.ir.types import Scalar, TensorType, from_dtype
 from cubejit.runtime.checking import checked_variant
 from cubejit.runtime.layout import U32_MAX, all_contiguous, param_slots
+
+
+def _ready_store() -> None:
+    """What the client's store needs that no device does, done while the driver opens the
+    device on a thread of its own (:mod:`cubejit.backends.cuda_opening`) rather than after:
+    NVRTC's version, which names the namespace, the build id, which keys every artifact, and
+    the active environment's database, opened."""
+    nvrtc.version()
+    build_id()
+    ENVIRONMENTS.current()
 
 
 class CudaClient:
@@ -64,6 +77,8 @@ class CudaClient:
         self._driver = driver
         self.device = device
         """The device's ordinal."""
+        cuda_opening.start(device)
+        _ready_store()
         _, self._context, self.limits = open_device(device)
         self.limits: CudaLimits
         """What the device allows, read from the driver; kernels are validated against it."""

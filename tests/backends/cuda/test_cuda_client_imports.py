@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -74,10 +75,36 @@ before = set(sys.modules)
 import cubejit as cj
 from cubejit.backends import cuda_opening
 cuda_opening.LIBRARY = "libcubejit-no-such-driver.so.1"
+opening = cuda_opening.start
+started = []
+
+
+def start(ordinal):
+    later = ("cubejit.config", "cubejit.backends.cuda.client")
+    started.append([ordinal, *(m in sys.modules for m in later)])
+    opening(ordinal)
+
+
+cuda_opening.start = start
+taking = cuda_opening.take
+taken = []
+
+
+def take(ordinal):
+    from cubejit.backends.cuda import nvrtc
+    from cubejit.environment import build
+
+    taken.append([build._build_id is not None, nvrtc.version.cache_info().currsize == 1])
+    return taking(ordinal)
+
+
+cuda_opening.take = take
 client = cj.client("cuda")
 print(json.dumps({
     "repr": repr(client),
     "calls": sorted(set(calls)),
+    "started": started,
+    "taken": taken,
     "imported": sorted(set(sys.modules) - before),
 }))
 """
@@ -97,9 +124,33 @@ the lowering of a kernel to CUDA C++."""
 
 
 @pytest.mark.cuda_packages
+def test_a_cuda_client_starts_opening_its_device_before_reading_settings_or_importing_more(
+    tmp_path: Path,
+) -> None:
+    found = create_client(tmp_path)
+    assert found["started"][0] == [0, False, False]
+
+
+@pytest.mark.cuda_packages
+def test_a_cuda_client_keys_its_store_before_waiting_for_the_device(tmp_path: Path) -> None:
+    found = create_client(tmp_path)
+    assert found["taken"] == [[True, True]], "the build id and NVRTC's version come first"
+
+
+@pytest.mark.cuda_packages
 def test_creating_a_cuda_client_imports_neither_nvrtc_nor_the_lowering_to_cpp(
     tmp_path: Path,
 ) -> None:
+    found = create_client(tmp_path)
+    assert found["repr"] == "CudaClient(device=0, Fake H200, sm_90a)"
+    assert "cuStreamCreate" in found["calls"]
+    imported = set(found["imported"])
+    assert {"cubejit.backends.cuda.client", "cubejit.backends.cuda.launch"} <= imported
+    assert [m for m in NOT_FOR_A_CLIENT if m in imported] == []
+
+
+def create_client(tmp_path: Path) -> dict[str, Any]:
+    """What the stand-in script printed: a client made in a fresh interpreter."""
     done = subprocess.run(
         [sys.executable, "-c", FAKE_DRIVER],
         env={
@@ -113,9 +164,5 @@ def test_creating_a_cuda_client_imports_neither_nvrtc_nor_the_lowering_to_cpp(
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    found = json.loads(done.stdout.splitlines()[-1])
-    assert found["repr"] == "CudaClient(device=0, Fake H200, sm_90a)"
-    assert "cuStreamCreate" in found["calls"]
-    imported = set(found["imported"])
-    assert {"cubejit.backends.cuda.client", "cubejit.backends.cuda.launch"} <= imported
-    assert [m for m in NOT_FOR_A_CLIENT if m in imported] == []
+    found: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    return found

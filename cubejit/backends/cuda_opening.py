@@ -58,6 +58,9 @@ class _Opening:
         if context.value:
             self.opened = (device.value, context.value)
 
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
     def result(self) -> tuple[int, int] | None:
         self._thread.join()
         return self.opened
@@ -68,6 +71,14 @@ def start(ordinal: int) -> None:
     with _lock:
         if ordinal not in _openings:
             _openings[ordinal] = _Opening(ordinal)
+
+
+def under_way(ordinal: int) -> bool:
+    """Whether the driver is still opening device ``ordinal`` on its thread: the client's
+    thread, which would wait for it anyway, may do more of its own work meanwhile."""
+    with _lock:
+        opening = _openings.get(ordinal)
+    return opening is not None and opening.running()
 
 
 def take(ordinal: int) -> tuple[int, int] | None:

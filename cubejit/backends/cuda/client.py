@@ -13,6 +13,7 @@ says that no device was found.
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable
 from typing import Any
@@ -63,6 +64,26 @@ def _ready_store() -> None:
     ENVIRONMENTS.current()
 
 
+COMPILING = (
+    "cubejit.lang.frontend",
+    "cubejit.ir.validate",
+    "cubejit.backends.cuda.cooperation",
+    "cubejit.backends.cuda.dialect",
+)
+"""The modules only compiling a kernel needs: the parser and the lowering to CUDA C++."""
+
+
+def _import_while_opening(device: int) -> None:
+    """Imports the :data:`COMPILING` modules one by one while the driver is still opening
+    ``device``, and no more once it is done: a client that would wait for the device anyway
+    then has them at no cost for its first compile, and a warm process whose device opened
+    quickly never imports them (NVRTC is never loaded here: only a compile loads it)."""
+    for name in COMPILING:
+        if not cuda_opening.under_way(device):
+            return
+        importlib.import_module(name)
+
+
 class CudaClient:
     """Device buffers, kernel loading and launches on one GPU."""
 
@@ -79,6 +100,7 @@ class CudaClient:
         """The device's ordinal."""
         cuda_opening.start(device)
         _ready_store()
+        _import_while_opening(device)
         _, self._context, self.limits = open_device(device)
         self.limits: CudaLimits
         """What the device allows, read from the driver; kernels are validated against it."""

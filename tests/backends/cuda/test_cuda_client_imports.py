@@ -73,21 +73,43 @@ cuda.bindings.driver = driver
 import numpy
 before = set(sys.modules)
 import cubejit as cj
+import threading
 from cubejit.backends import cuda_opening
-cuda_opening.LIBRARY = "libcubejit-no-such-driver.so.1"
-opening = cuda_opening.start
-started = []
+
+opening, taking = cuda_opening.start, cuda_opening.take
+took = threading.Event()
+started, taken = [], []
+
+
+class SlowLibrary:
+    # libcuda, opening the device until the client's thread waits for it.
+
+    def cuInit(self, flags):
+        took.wait(60)
+        return 0
+
+    def cuDeviceGet(self, device, ordinal):
+        device._obj.value = ordinal
+        return 0
+
+    def cuDevicePrimaryCtxRetain(self, context, device):
+        context._obj.value = 0x1000
+        return 0
+
+
+SLOW = "slow" in sys.argv
+if SLOW:
+    cuda_opening._library = SlowLibrary
+else:
+    cuda_opening.LIBRARY = "libcubejit-no-such-driver.so.1"
 
 
 def start(ordinal):
     later = ("cubejit.config", "cubejit.backends.cuda.client")
     started.append([ordinal, *(m in sys.modules for m in later)])
     opening(ordinal)
-
-
-cuda_opening.start = start
-taking = cuda_opening.take
-taken = []
+    if not SLOW:
+        taking(ordinal)
 
 
 def take(ordinal):
@@ -95,10 +117,11 @@ def take(ordinal):
     from cubejit.environment import build
 
     taken.append([build._build_id is not None, nvrtc.version.cache_info().currsize == 1])
+    took.set()
     return taking(ordinal)
 
 
-cuda_opening.take = take
+cuda_opening.start, cuda_opening.take = start, take
 client = cj.client("cuda")
 print(json.dumps({
     "repr": repr(client),
@@ -109,18 +132,23 @@ print(json.dumps({
 }))
 """
 
-NOT_FOR_A_CLIENT = (
-    "cuda.bindings.nvrtc",
-    "cuda.bindings.runtime",
-    "cuda.pathfinder",
+COMPILING = (
     "cubejit.backends.cuda.dialect",
     "cubejit.backends.cuda.cooperation",
     "cubejit.backends.cstyle",
     "cubejit.ir.validate",
     "cubejit.lang.frontend",
 )
+"""The parser and the lowering of a kernel to CUDA C++."""
+
+NOT_FOR_A_CLIENT = (
+    "cuda.bindings.nvrtc",
+    "cuda.bindings.runtime",
+    "cuda.pathfinder",
+    *COMPILING,
+)
 """What only compiling needs: NVRTC (its bindings, and the finder that loads its library) and
-the lowering of a kernel to CUDA C++."""
+the lowering, when the device opened before the client would have waited for it."""
 
 
 @pytest.mark.cuda_packages
@@ -149,10 +177,23 @@ def test_creating_a_cuda_client_imports_neither_nvrtc_nor_the_lowering_to_cpp(
     assert [m for m in NOT_FOR_A_CLIENT if m in imported] == []
 
 
-def create_client(tmp_path: Path) -> dict[str, Any]:
-    """What the stand-in script printed: a client made in a fresh interpreter."""
+@pytest.mark.cuda_packages
+def test_a_client_waiting_for_its_device_imports_the_lowering_meanwhile_but_never_nvrtc(
+    tmp_path: Path,
+) -> None:
+    found = create_client(tmp_path, "slow")
+    assert found["repr"] == "CudaClient(device=0, Fake H200, sm_90a)"
+    assert "cuDevicePrimaryCtxRetain" not in found["calls"], "the device was opened ahead"
+    imported = set(found["imported"])
+    assert [m for m in COMPILING if m not in imported] == []
+    assert [m for m in NOT_FOR_A_CLIENT if m in imported and m not in COMPILING] == []
+
+
+def create_client(tmp_path: Path, *how: str) -> dict[str, Any]:
+    """What the stand-in script printed: a client made in a fresh interpreter, its device
+    opened at once (``"slow"``: opened ahead until the client waits for it)."""
     done = subprocess.run(
-        [sys.executable, "-c", FAKE_DRIVER],
+        [sys.executable, "-c", FAKE_DRIVER, *how],
         env={
             **os.environ,
             "PYTHONPATH": str(ROOT),

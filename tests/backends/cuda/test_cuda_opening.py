@@ -96,3 +96,21 @@ def test_opening_ahead_imports_no_cuda_bindings() -> None:
         check=True,
     )
     assert done.stdout.split() == ["['cubejit.backends.cuda_opening']"]
+
+
+def test_an_opening_is_under_way_until_the_driver_is_done(monkeypatch: pytest.MonkeyPatch) -> None:
+    release = threading.Event()
+    library = FakeLibrary()
+    real_init = library.cuInit
+
+    def slow_init(flags: int) -> int:
+        release.wait(60)
+        return real_init(flags)
+
+    library.cuInit = slow_init  # type: ignore[method-assign]
+    monkeypatch.setattr(cuda_opening, "_library", lambda: library)
+    cuda_opening.start(2)
+    assert cuda_opening.under_way(2)
+    release.set()
+    assert cuda_opening.take(2) == (42, 0x1000 + 42)
+    assert not cuda_opening.under_way(2)

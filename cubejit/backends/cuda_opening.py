@@ -20,7 +20,9 @@ import threading
 from typing import Any
 
 LIBRARY = "nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1"
-"""The driver library, by the name ``cuda.bindings`` loads it under (so both share it)."""
+"""The driver library, by the name ``cuda.bindings`` loads it under: its loader takes the one
+already loaded in the process, so both call the same driver and the handles pass between
+them."""
 
 _openings: dict[int, _Opening] = {}
 _lock = threading.Lock()

@@ -95,8 +95,9 @@ class CudaCompiler:
         mask)``, see :func:`~cubejit.runtime.layout.contiguity`; a checked variant of any,
         :mod:`cubejit.runtime.checking`), telling ``recording`` both.
 
-        The validator and the C++ printer are imported here, at the first lowering: a client
-        the store serves entirely never loads them."""
+        The validator and the C++ printer are imported here, at the first lowering, unless a
+        client imported them while it waited for its device: a process the store serves
+        entirely need not load them."""
         from cubejit.backends.cuda.cooperation import dynamic_shared_bytes
         from cubejit.backends.cuda.dialect import cuda_source, needs_half_headers
         from cubejit.ir.validate import validate_for

@@ -186,7 +186,22 @@ _NUMPY = {
 
 def from_dtype(dtype: np.dtype) -> Scalar | None:
     """The scalar whose buffers have ``dtype``; ``None`` when cubejit has none (bf16 buffers
-    cannot be told apart from ``uint16`` ones and are never inferred)."""
+    cannot be told apart from ``uint16`` ones and are never inferred). Answered from a table
+    after the first time, since every launch asks."""
+    try:
+        return _BY_DTYPE[dtype]
+    except KeyError:
+        pass
+    except TypeError:
+        return _scalar_of_dtype(dtype)
+    scalar = _BY_DTYPE[dtype] = _scalar_of_dtype(dtype)
+    return scalar
+
+
+_BY_DTYPE: dict[np.dtype, Scalar | None] = {}
+
+
+def _scalar_of_dtype(dtype: np.dtype) -> Scalar | None:
     for name, numpy_name in _NUMPY.items():
         if name != "bf16" and np.dtype(numpy_name) == dtype:
             return SCALARS[name]

@@ -7,7 +7,8 @@ per cube) and adds its counts to the global bins once per bin. An element falls 
 numpy's ``histogram`` puts it in: the index ``(x - lo) / (hi - lo) * bins`` computed in the
 input's float type (``f64`` for integers), corrected against the bin edges numpy computes, with
 ``hi`` in the last bin and elements outside ``[lo, hi]`` or NaN left out. More bins than shared
-memory holds count straight into the global bins.
+memory holds count straight into the global bins. On CUDA, contiguous small integers counted one
+value to a bin take the integer-only form of :mod:`cubejit.std.integer_bins`.
 
 Kernels here are made per element type; a kernel names each type in its body as well as in its
 signature, because the frontend resolves annotations through the kernel's closure.
@@ -25,12 +26,17 @@ import cubejit as cj
 from cubejit.errors import LaunchError
 from cubejit.ir.types import Scalar, f32, f64, i64
 from cubejit.lang import Kernel
+from cubejit.std import integer_bins
+from cubejit.std.integer_bins import IntegerBins
 from cubejit.std.views import operand, output, try_fold
 
 SHARED_BINS = 4096
 """The most bins counted in shared memory (16 KiB of ``u32``)."""
 RUN = {"cpu": (256, 256), "cuda": (256, 16)}
 """Units per cube and elements each unit counts."""
+INTEGER_BINS: dict[str, IntegerBins | None] = {"cpu": None, "cuda": integer_bins.CONFIG}
+"""Where integers counted one value to a bin take :mod:`cubejit.std.integer_bins`, and how;
+``None`` keeps the form above."""
 
 
 def _compute_type(scalar: Scalar) -> Scalar:
@@ -175,6 +181,10 @@ def histogram(
     dim, per_unit = RUN[src.client.backend]
     zero_kernel().launch(src.client, -(-bins // 256), 256, result)
     if src.size == 0:
+        return result
+    form = INTEGER_BINS[src.client.backend]
+    if form is not None and integer_bins.applies(src, bins, lo, hi, form):
+        integer_bins.count(src, result, bins, lo, form)
         return result
     edges = np.linspace(first, last, bins + 1, dtype=compute.dtype)
     device_edges = src.client.to_device(edges)

@@ -6,7 +6,10 @@ The scan-then-propagate form: the row is cut into blocks; one launch sums each b
 sums are scanned (by the same routine, so any length works), and one launch rescans each block
 starting from its offset, writing the result. On the CPU a cube is one unit scanning a long
 block serially; on CUDA a cube of units scans a block a cube-width at a time (plane scans, then
-the planes' totals in shared memory). Floats accumulate in ``f32`` (``f64`` for ``f64``).
+the planes' totals in shared memory), except rows of adjacent elements, which CUDA scans in runs
+of lines per unit (:mod:`cubejit.std.lined_scan`, or the single-pass look-back of
+:mod:`cubejit.std.lookback_scan` where :data:`LINED` asks for it). Floats accumulate in ``f32``
+(``f64`` for ``f64``).
 
 Kernels here are made per element type; a kernel names each type in its body as well as in its
 signature, because the frontend resolves annotations through the kernel's closure.
@@ -19,8 +22,11 @@ from typing import Any
 
 import cubejit as cj
 from cubejit.errors import LaunchError
-from cubejit.ir.types import Scalar
+from cubejit.ir.types import Scalar, f32, u64
 from cubejit.lang import Kernel
+from cubejit.std import lined_scan
+from cubejit.std.lined_scan import LinedScan, lined_scan_kernel, lined_totals_kernel
+from cubejit.std.lookback_scan import clear_kernel, lookback_scan_kernel
 from cubejit.std.views import (
     Operand,
     accumulator,
@@ -35,6 +41,9 @@ from cubejit.std.views import (
 
 BLOCK = {"cpu": (1, 16384), "cuda": (256, 16)}
 """Units per cube and cube-widths per block."""
+LINED: dict[str, LinedScan | None] = {"cpu": None, "cuda": lined_scan.CONFIG}
+"""Where rows of adjacent elements take the lined form of :mod:`cubejit.std.lined_scan`, and
+how it cuts them; ``None`` keeps the form above."""
 
 
 @functools.cache
@@ -124,6 +133,10 @@ def scan(x: Operand, out: Operand, exclusive: bool, flat: bool) -> None:
     """Scans ``x`` into ``out``, both rank-3 layouts ``(A, B, N)`` of one shape: along ``N``
     for each row, or, when ``flat``, over all elements in row-major order."""
     client = x.client
+    form = LINED[client.backend]
+    if form is not None and x.strides[2] == 1:
+        _scan_lined(x, out, exclusive, flat, form)
+        return
     dim, per_block = BLOCK[client.backend]
     a, b, n = x.shape
     rows = a * b
@@ -147,6 +160,67 @@ def scan(x: Operand, out: Operand, exclusive: bool, flat: bool) -> None:
         K=per_block,
         EXCLUSIVE=exclusive,
         OFFSETS=blocks > 1 or (flat and rows > 1),
+    )
+
+
+def _scan_lined(x: Operand, out: Operand, exclusive: bool, flat: bool, form: LinedScan) -> None:
+    """:func:`scan` for rows of adjacent elements, in runs of lines per unit."""
+    client = x.client
+    a, b, n = x.shape
+    rows = a * b
+    xv = x.view(x.shape, x.strides)
+    lanes = lined_scan.lanes(xv, x.scalar)
+    blocks = max(1, -(-n // (lanes * form.units * form.lines * form.rounds)))
+    acc = accumulator(x.scalar)
+    if form.single_pass and acc == f32:
+        tiles = rows * -(-n // (lanes * form.units * form.lines))
+        state = new_array(client, (tiles + 1,), u64)
+        clear_kernel().launch(client, -(-(tiles + 1) // 256), 256, state)
+        lookback_scan_kernel(x.scalar, out.scalar).launch(
+            client,
+            tiles,
+            form.units,
+            cj.lined(xv, lanes),
+            out.view(out.shape, out.strides),
+            state,
+            tiles // rows,
+            R=form.lines,
+            EXCLUSIVE=exclusive,
+            FLAT=flat,
+        )
+        return
+    chained = blocks > 1 or (flat and rows > 1)
+    if chained:
+        offsets = new_array(client, (rows * blocks,), acc)
+    elif x.scalar == acc:
+        offsets = x.view((1,), (1,))
+    else:
+        offsets = new_array(client, (1,), acc)
+    if chained:
+        totals = new_array(client, (rows * blocks,), acc)
+        lined_totals_kernel(x.scalar).launch(
+            client,
+            rows * blocks,
+            form.units,
+            cj.lined(xv, lanes),
+            totals,
+            blocks,
+            K=form.lines * form.rounds,
+        )
+        layout = (1, 1, rows * blocks) if flat else (a, b, blocks)
+        scan(_packed(totals, client, layout), _packed(offsets, client, layout), True, False)
+    lined_scan_kernel(x.scalar, out.scalar).launch(
+        client,
+        rows * blocks,
+        form.units,
+        cj.lined(xv, lanes),
+        out.view(out.shape, out.strides),
+        offsets,
+        blocks,
+        R=form.lines,
+        K=form.rounds,
+        EXCLUSIVE=exclusive,
+        OFFSETS=chained,
     )
 
 

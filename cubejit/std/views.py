@@ -39,6 +39,7 @@ class Operand:
     """What holds the memory: a numpy array on the CPU, a device address on CUDA."""
     owner: Any
     """What keeps the memory alive (the argument itself)."""
+    writeable: bool = True
 
     @property
     def ndim(self) -> int:
@@ -49,35 +50,17 @@ class Operand:
         return math.prod(self.shape)
 
     def view(self, shape: tuple[int, ...], strides: tuple[int, ...]) -> Any:
-        """The memory under ``shape`` and ``strides`` (elements), as a launch takes it."""
+        """The memory under ``shape`` and ``strides`` (elements), as a launch takes it: a numpy
+        view on the CPU, a :class:`~cubejit.backends.cuda.buffer.CudaView` on CUDA (which a
+        launch reads without looking at the argument again)."""
         if self.client.backend == "cpu":
             item = self.base.itemsize
             return np.lib.stride_tricks.as_strided(
                 self.base, shape, tuple(s * item for s in strides), writeable=True
             )
-        return DeviceView(self, shape, strides)
+        from cubejit.backends.cuda.buffer import CudaView
 
-
-class DeviceView:
-    """A strided view of CUDA memory, passed to a launch through
-    ``__cuda_array_interface__``."""
-
-    def __init__(self, of: Operand, shape: tuple[int, ...], strides: tuple[int, ...]) -> None:
-        self.of = of
-        self.shape = shape
-        self.strides = strides
-
-    @property
-    def __cuda_array_interface__(self) -> dict[str, Any]:
-        item = self.of.scalar.itemsize
-        return {
-            "shape": self.shape,
-            "typestr": self.of.scalar.dtype.str,
-            "data": (self.of.base, False),
-            "version": 3,
-            "strides": tuple(s * item for s in self.strides),
-            "stream": None,
-        }
+        return CudaView(self.client, self.scalar, self.base, shape, strides, self.owner)
 
 
 def operand(x: Any, client: Client | None = None, name: str = "x") -> Operand:
@@ -109,14 +92,21 @@ def _base_of(x: np.ndarray) -> np.ndarray:
 
 
 def _device_operand(x: Any, client: Client | None, name: str) -> Operand:
+    """A device array as an operand: a client's buffer as it is; another library's array
+    through ``__cuda_array_interface__``, checked to be on the client's device and ordered
+    after its producer's stream once, here, so that its views launch as they are."""
     from cubejit.backends.cuda.buffer import CudaBuffer
 
     if isinstance(x, CudaBuffer):
         if client is None:
             client = x.client
+        elif x.client is not client:
+            raise LaunchError(
+                f"{name} is a buffer of another client: copy it to this one with "
+                f"client.to_device(other.read(buffer))"
+            )
         shape = x.shape
-        strides = _c_strides(shape)
-        return Operand(client, x.scalar, shape, strides, x.ptr, x)
+        return Operand(client, x.scalar, shape, _c_strides(shape), x.ptr, x)
     interface = getattr(x, "__cuda_array_interface__", None)
     if interface is None:
         raise LaunchError(
@@ -125,14 +115,35 @@ def _device_operand(x: Any, client: Client | None, name: str) -> Operand:
         )
     if client is None:
         client = cj.client("cuda")
-    dtype = np.dtype(interface["typestr"])
-    scalar = from_dtype(dtype)
-    if scalar is None:
-        raise LaunchError(f"{name}: cubejit has no element type for {dtype}")
+    elif client.backend != "cuda":
+        raise LaunchError(f"{name} is a device array; on {client.backend} pass a host array")
+    typestr = interface["typestr"]
+    try:
+        dtype, scalar = _TYPES[typestr]
+    except KeyError:
+        dtype = np.dtype(typestr)
+        found = from_dtype(dtype)
+        if found is None:
+            raise LaunchError(f"{name}: cubejit has no element type for {dtype}") from None
+        scalar = found
+        _TYPES[typestr] = dtype, scalar
     shape = tuple(int(e) for e in interface["shape"])
     raw = interface.get("strides")
-    strides = _c_strides(shape) if raw is None else tuple(int(s) // dtype.itemsize for s in raw)
-    return Operand(client, scalar, shape, strides, int(interface["data"][0]), x)
+    item = dtype.itemsize
+    strides = _c_strides(shape) if raw is None else tuple(int(s) // item for s in raw)
+    if raw is not None and any(s < 0 or s % item for s in raw):
+        raise LaunchError(f"{name}: cubejit takes no negative or partial-element strides")
+    ptr, readonly = interface["data"]
+    ptr = int(ptr or 0)
+    if all(shape):
+        adopt = getattr(client, "adopt_address", None)
+        if adopt is not None:
+            adopt(ptr, interface.get("stream"), f"cubejit.std: {name}")
+    return Operand(client, scalar, shape, strides, ptr, x, not readonly)
+
+
+_TYPES: dict[str, tuple[np.dtype, Scalar]] = {}
+"""The element type of each ``typestr`` seen."""
 
 
 def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -220,4 +231,6 @@ def output(
         raise LaunchError(
             f"cubejit.std.{what}: out holds {view.scalar.name}, expected {scalar.name}"
         )
+    if not view.writeable:
+        raise LaunchError(f"cubejit.std.{what}: out is read-only; pass a writeable array")
     return out, view

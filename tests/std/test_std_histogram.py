@@ -10,6 +10,9 @@ from std_devices import Device
 
 import cubejit.std as cs
 from cubejit.errors import LaunchError
+from cubejit.std import histograms, integer_bins
+from cubejit.std.integer_bins import CONFIG, IntegerBins
+from cubejit.std.views import operand
 
 
 def _numpy(x: np.ndarray, bins: int, range_: tuple[float, float] | None) -> np.ndarray:
@@ -71,3 +74,25 @@ def test_histogram_writes_into_out_and_refuses_bad_arguments() -> None:
         cs.histogram(x, 4, (1.0, 0.0))
     with pytest.raises(LaunchError, match="integers needs range"):
         cs.histogram(np.arange(5, dtype=np.int32), 4)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32, np.int8, np.uint16])
+@pytest.mark.parametrize("n", [1, 7, 70_003])
+def test_the_integer_form_cuda_counts_with_matches_numpy_on_a_small_grid(
+    monkeypatch: pytest.MonkeyPatch, device: Device, dtype: type, n: int
+) -> None:
+    units = 8 if device.backend == "cpu" else 64
+    form = IntegerBins(units=units, lines=2, copies=3, cubes=5)
+    monkeypatch.setitem(histograms.INTEGER_BINS, device.backend, form)
+    info = np.iinfo(dtype)
+    x = np.random.default_rng(n).integers(info.min, info.max, n, endpoint=True).astype(dtype)
+    lo = -40 if info.min < 0 else 3
+    x[: min(n, 4)] = np.array([lo, lo + 100, lo - 1, lo + 101][: min(n, 4)]).astype(dtype)
+    narrow = (x.astype(np.int64) % 150 + lo).astype(dtype)
+    for values in (x, narrow, narrow.reshape(-1, 1)[::1]):
+        got = device.get(cs.histogram(device.put(values), 100, (lo, lo + 100)))
+        np.testing.assert_array_equal(got, np.histogram(values, 100, (lo, lo + 100))[0])
+    assert integer_bins.applies(operand(narrow), 100, float(lo), float(lo + 100), CONFIG)
+    if n > 1:
+        assert not integer_bins.applies(operand(narrow[::2]), 100, float(lo), lo + 100.0, CONFIG)
+    assert not integer_bins.applies(operand(narrow), 100, lo + 0.5, lo + 100.5, CONFIG)

@@ -15,7 +15,16 @@ from cubejit.backends.cuda.driver import ARCHITECTURAL_LIMITS
 from cubejit.compile.id import ArtifactId
 from cubejit.compile.recording import CompilationRecording
 from cubejit.ir.types import TensorType
-from cubejit.std import histograms, reductions, rows, scan, tiles
+from cubejit.std import (
+    histograms,
+    integer_bins,
+    lined_scan,
+    lookback_scan,
+    reductions,
+    rows,
+    scan,
+    tiles,
+)
 
 pytestmark = pytest.mark.cuda_packages
 
@@ -37,9 +46,41 @@ def _specs() -> list[Any]:
         specs.append(scan.totals_kernel(t).specialize(256, K=16))
         specs.append(scan.scan_kernel(t, t).specialize(256, K=16, EXCLUSIVE=True, OFFSETS=True))
         specs.append(scan.scan_kernel(a, a).specialize(256, K=16, EXCLUSIVE=False, OFFSETS=False))
+        c = lined_scan.CONFIG
+        lanes = 16 // t.itemsize
+        for n in sorted({1, lanes}):
+            specs.append(
+                lined_scan.lined_totals_kernel(t).specialize(
+                    c.units, K=c.lines * c.rounds, line_sizes=dict(x=n)
+                )
+            )
+            if t != cj.f64:
+                specs.append(
+                    lookback_scan.lookback_scan_kernel(t, t).specialize(
+                        c.units, R=c.lines, EXCLUSIVE=n > 1, FLAT=n > 1, line_sizes=dict(x=n)
+                    )
+                )
+            specs.append(
+                lined_scan.lined_scan_kernel(t, t).specialize(
+                    c.units,
+                    R=c.lines,
+                    K=c.rounds,
+                    EXCLUSIVE=n > 1,
+                    OFFSETS=True,
+                    line_sizes=dict(x=n),
+                )
+            )
         specs.append(histograms.histogram_kernel(t).specialize(256, R=16, BINS=256, PRIVATE=True))
     specs.append(histograms.histogram_kernel(cj.u32).specialize(256, R=16, BINS=1, PRIVATE=False))
     specs.append(histograms.zero_kernel().specialize(256))
+    specs.append(lookback_scan.clear_kernel().specialize(256))
+    f = integer_bins.CONFIG
+    for t, n in ((cj.i32, 4), (cj.u32, 1), (cj.u8, 8), (cj.i16, 8)):
+        specs.append(
+            integer_bins.integer_bins_kernel(t).specialize(
+                f.units, BINS=256, COPIES=f.copies, R=f.lines, line_sizes=dict(x=n)
+            )
+        )
     for t in (cj.f32, cj.f16, cj.f64):
         for c in tiles.TILES["cuda"]:
             specs.append(tiles.matmul_kernel(t).specialize((c.tx, c.ty), RM=c.rm, RN=c.rn, BK=c.bk))

@@ -9,6 +9,8 @@ from std_devices import Device
 
 import cubejit.std as cs
 from cubejit.errors import LaunchError
+from cubejit.std import scan
+from cubejit.std.lined_scan import LinedScan
 
 EPS = {np.float32: 1.2e-7, np.float16: 1e-3, np.float64: 2.3e-16}
 
@@ -64,3 +66,22 @@ def test_a_scan_writes_into_out_and_checks_its_shape() -> None:
     np.testing.assert_allclose(out, np.cumsum(x, axis=1), rtol=1e-6)
     with pytest.raises(LaunchError, match="out has shape"):
         cs.cumsum(x, out=out)
+
+
+@pytest.mark.parametrize("single_pass", [False, True], ids=["reduce-then-scan", "look-back"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64])
+def test_the_lined_forms_cuda_scans_with_match_numpy_in_small_cubes(
+    monkeypatch: pytest.MonkeyPatch, device: Device, dtype: type, single_pass: bool
+) -> None:
+    units = 4 if device.backend == "cpu" else 64
+    form = LinedScan(units=units, lines=2, rounds=3, single_pass=single_pass)
+    monkeypatch.setitem(scan.LINED, device.backend, form)
+    for n in (1, 7, 4099, 100_003):
+        x = np.random.default_rng(n).standard_normal(n).astype(dtype)
+        _check(device.get(cs.cumsum(device.put(x))), x, None, False)
+        _check(device.get(cs.exclusive_cumsum(device.put(x))), x, None, True)
+    base = np.random.default_rng(6).standard_normal((5, 33, 2000)).astype(dtype)
+    x = base.transpose(2, 0, 1)[::3, :, 1:]
+    for axis in (0, 1, 2, None):
+        _check(device.get(cs.cumsum(device.put(x), axis=axis)), x, axis, False)
+        _check(device.get(cs.exclusive_cumsum(device.put(x), axis=axis)), x, axis, True)

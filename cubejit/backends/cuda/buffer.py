@@ -15,8 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from cubejit.errors import LaunchError
 from cubejit.ir.types import Scalar, bf16
 from cubejit.runtime.arguments import BufferView, c_strides
+from cubejit.runtime.layout import U32_MAX
 
 LEGACY_DEFAULT_STREAM = 1
 """The value ``__cuda_array_interface__`` gives for the legacy default stream, which a
@@ -117,6 +119,91 @@ class CudaBuffer:
                 free(self.ptr)
             except Exception:
                 pass
+
+
+class CudaView:
+    """A strided view of device memory that a tensor slot takes as it is, without asking the
+    array it came from again: made where the memory was already checked and ordered on the
+    client's stream (:mod:`cubejit.std` makes one per operand of each call). Its maker checks
+    that a view a kernel writes is writeable. Keeps ``owner`` alive; other libraries read it
+    through ``__cuda_array_interface__``.
+
+    Raises :class:`~cubejit.errors.LaunchError` at construction for a layout no tensor slot
+    can take (a span or stride past ``u32``, an address not aligned to its elements)."""
+
+    __slots__ = (
+        "__cuda_array_interface__",
+        "client",
+        "contiguous",
+        "n",
+        "ndim",
+        "owner",
+        "ptr",
+        "scalar",
+        "shape",
+        "strides",
+        "words",
+        "writeable",
+    )
+
+    def __init__(
+        self,
+        client: Any,
+        scalar: Scalar,
+        ptr: int,
+        shape: tuple[int, ...],
+        strides: tuple[int, ...],
+        owner: Any,
+        writeable: bool = True,
+    ) -> None:
+        span = 0
+        if all(shape):
+            span = 1
+            for extent, step in zip(shape, strides, strict=True):
+                span += (extent - 1) * step
+        item = scalar.itemsize
+        if span > U32_MAX or any(s > U32_MAX or s < 0 for s in strides) or ptr % item:
+            raise LaunchError(
+                f"a view of shape {shape}, strides {strides} (elements) at {ptr:#x} is no "
+                f"tensor a kernel can take: strides must be 0 to {U32_MAX}, its span at most "
+                f"{U32_MAX} elements, its address aligned to {item} bytes"
+            )
+        self.client = client
+        self.scalar = scalar
+        self.ptr = ptr
+        self.shape = shape
+        self.strides = strides
+        """In elements."""
+        self.ndim = len(shape)
+        self.n = span
+        """The elements from the first to the last the view reaches (the overlap check's)."""
+        self.words = (self.ndim, *shape, *strides)
+        self.contiguous = int(not shape or shape[-1] == 1 or strides[-1] == 1)
+        self.owner = owner
+        self.writeable = writeable
+        self.__cuda_array_interface__ = {
+            "shape": shape,
+            "typestr": scalar.dtype.str,
+            "data": (ptr, not writeable),
+            "version": 3,
+            "strides": tuple(s * item for s in strides),
+            "stream": client.stream_handle,
+        }
+
+    def view(self) -> BufferView:
+        """The view as the argument checker sees it."""
+        item = self.scalar.itemsize
+        return BufferView(
+            self.ptr,
+            dtype_name(self.scalar),
+            item,
+            self.shape,
+            tuple(s * item for s in self.strides),
+            self.writeable,
+        )
+
+    def __repr__(self) -> str:
+        return f"CudaView({self.shape} x {self.scalar.name}, strides {self.strides})"
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,6 +40,7 @@ from cubejit.backends.cuda.driver import (
     open_device,
 )
 from cubejit.backends.cuda.launch import Launcher, arrays_apart, first_mask
+from cubejit.backends.cuda.memory import DeviceMemory
 from cubejit.backends.cuda.target import CudaTarget, fingerprint
 from cubejit.compile.id import ArtifactId
 from cubejit.compile.loader import KernelLoader
@@ -52,6 +53,9 @@ from cubejit.errors import BackendUnavailableError, LaunchError
 from cubejit.ir.types import Scalar, TensorType, from_dtype
 from cubejit.runtime.checking import checked_variant
 from cubejit.runtime.layout import U32_MAX, all_contiguous, param_slots
+
+ORDINALS_KEPT = 4096
+"""The addresses of other libraries' arrays whose device a client remembers."""
 
 
 def _ready_store() -> None:
@@ -101,7 +105,7 @@ class CudaClient:
         cuda_opening.start(device)
         _ready_store()
         _import_while_opening(device)
-        _, self._context, self.limits = open_device(device)
+        handle, self._context, self.limits = open_device(device)
         self.limits: CudaLimits
         """What the device allows, read from the driver; kernels are validated against it."""
         self.arch = arch_name(self.limits.compute_capability)
@@ -117,6 +121,10 @@ class CudaClient:
             what="create an event",
             error=BackendUnavailableError,
         )
+        self._memory = DeviceMemory(driver, handle, device, self._stream)
+        """Where the client's buffers live: a stream-ordered pool where the device has one."""
+        self._ordinals: dict[int, int] = {}
+        """The device of each address another library's array was seen at."""
         self.compiler = CudaCompiler(self.arch, self.limits)
         """The compiler of this client's kernels (``compiler.compilations`` counts NVRTC runs).
         NVRTC is loaded, and told the device's architecture, only when it first compiles: a
@@ -302,23 +310,38 @@ class CudaClient:
 
     def adopt(self, array: DeviceArray, where: str) -> None:
         """Checks that another library's ``array`` lives on this device and orders this
-        client's stream after the stream its producer named."""
+        client's stream after the stream its producer named.
+
+        The device of each address is asked once: addresses are unified across devices, so an
+        address of this device stays one while anything allocated there lives (a library's
+        caching allocator hands the same addresses out again and again)."""
+        self.adopt_address(array.ptr, array.stream, where)
+
+    def adopt_address(self, ptr: int, stream: int | None, where: str) -> None:
+        """:meth:`adopt` for the address ``ptr`` of an array whose producer named ``stream``."""
         driver = self._driver
-        self._make_current()
-        ordinal = call(
-            driver.cuPointerGetAttribute,
-            driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-            array.ptr,
-            what=f"locate {where}",
-        )
-        if int(ordinal) != self.device:
-            raise LaunchError(
-                f"{where} lives on CUDA device {int(ordinal)}, not on this "
-                f"client's device {self.device}"
+        ordinal = self._ordinals.get(ptr)
+        if ordinal is None:
+            self._make_current()
+            ordinal = int(
+                call(
+                    driver.cuPointerGetAttribute,
+                    driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                    ptr,
+                    what=f"locate {where}",
+                )
             )
-        if array.stream in (None, LEGACY_DEFAULT_STREAM, self.stream_handle):
+            if len(self._ordinals) >= ORDINALS_KEPT:
+                self._ordinals.clear()
+            self._ordinals[ptr] = ordinal
+        if ordinal != self.device:
+            raise LaunchError(
+                f"{where} lives on CUDA device {ordinal}, not on this client's device {self.device}"
+            )
+        if stream in (None, LEGACY_DEFAULT_STREAM, self.stream_handle):
             return
-        call(driver.cuEventRecord, self._event, array.stream, what=f"wait for {where}")
+        self._make_current()
+        call(driver.cuEventRecord, self._event, stream, what=f"wait for {where}")
         call(driver.cuStreamWaitEvent, self._stream, self._event, 0, what=f"wait for {where}")
 
     def _allocate(self, shape: tuple[int, ...], scalar: Scalar) -> CudaBuffer:
@@ -327,16 +350,13 @@ class CudaClient:
             raise LaunchError(
                 f"a buffer of shape {shape} has {n} elements; at most {U32_MAX} fit a u32 length"
             )
-        driver = self._driver
         if n == 0:
             return CudaBuffer(self, 0, 0, scalar, None, shape)
         self._make_current()
-        ptr = call(
-            driver.cuMemAlloc,
-            n * scalar.itemsize,
-            what=f"allocate {n} x {scalar.name} on the device",
+        ptr = self._memory.allocate(
+            n * scalar.itemsize, f"allocate {n} x {scalar.name} on the device"
         )
-        return CudaBuffer(self, int(ptr), n, scalar, self._free, shape)
+        return CudaBuffer(self, ptr, n, scalar, self._free, shape)
 
     def _make_current(self) -> None:
         """Makes the client's context current on the calling thread, which any thread may be."""
@@ -344,4 +364,4 @@ class CudaClient:
 
     def _free(self, ptr: int) -> None:
         self._driver.cuCtxSetCurrent(self._context)
-        self._driver.cuMemFree(ptr)
+        self._memory.free(ptr)

@@ -55,6 +55,7 @@ import numpy as np
 
 from cubejit.backends.cuda.buffer import (
     CudaBuffer,
+    CudaView,
     DeviceArray,
     UnusableArray,
     device_array,
@@ -224,12 +225,20 @@ def _first_sight(key: tuple[Any, ...]) -> list[str]:
             ]
             values += [f"p{j}", f"n{j}"]
         elif kind == "tensor":
+            view = f"type(a{j}) is View and a{j}.client is client and a{j}.scalar is s{j}"
+            view += f" and a{j}.ndim == {rank}"
             lines += [
                 f"    if {own} and a{j}.ndim == {rank}:",
                 f"        p{j} = a{j}.ptr",
                 f"        n{j} = a{j}.n",
                 f"        t{j} = a{j}.words",
                 f"        c{j} = 1",
+                f"    elif {view}:",
+                f"        p{j} = a{j}.ptr",
+                f"        n{j} = a{j}.n",
+                f"        t{j} = a{j}.words",
+                f"        c{j} = a{j}.contiguous",
+                "        own = False",
                 "    else:",
                 f"        p{j}, n{j}, t{j}, c{j} = tensor_arg({j}, a{j})",
                 "        own = False",
@@ -504,6 +513,13 @@ class Launcher:
                     else:
                         if own and a.ndim == rank:
                             p, n, words, contiguous = a.ptr, a.n, a.words, 1
+                        elif (
+                            type(a) is CudaView
+                            and a.client is client
+                            and a.scalar is scalar
+                            and a.ndim == rank
+                        ):
+                            p, n, words, contiguous = a.ptr, a.n, a.words, a.contiguous
                         else:
                             p, n, words, contiguous = self._tensor(j, a)
                         values += (p, *words)
@@ -568,6 +584,7 @@ class Launcher:
         bx, by, bz = cube_dim
         names: dict[str, Any] = {
             "Buffer": CudaBuffer,
+            "View": CudaView,
             "client": self._client,
             "array_arg": self._array,
             "tensor_arg": self._tensor,

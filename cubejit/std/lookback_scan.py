@@ -1,0 +1,131 @@
+# Kernels here compute on element types chosen when each is made, which mypy cannot follow.
+# mypy: disable-error-code="valid-type, operator, type-arg"
+"""The single-pass scan with decoupled look-back, for ``f32`` accumulation on CUDA.
+
+Each cube takes the next tile number from a ticket (so every tile before it belongs to a cube
+already running), scans its tile in registers (runs of lines per unit, as
+:mod:`cubejit.std.lined_scan`), publishes the tile's total, then walks back over the tiles
+before it, adding their totals until one has published its inclusive prefix, and publishes its
+own. Each tile's state is one ``u64`` atomic: a flag in the high half (0: nothing yet, 1: the
+tile's total, 2: the inclusive prefix up to the tile) and the ``f32`` value's bits in the low
+half. The value and its flag travel in one relaxed atomic word, so a reader that sees the flag
+sees its value: the scan needs no ordering between two locations, which the language's relaxed
+atomics and missing fence could not give. ``f64`` would need a 128-bit word, so ``f64`` keeps
+the reduce-then-scan form. Rows are chained tile after tile (over all rows when ``FLAT``).
+
+The input is read once and the output written once, against three passes for
+reduce-then-scan; the kernels run on every backend (the tests run them on the CPU too).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import cubejit as cj
+from cubejit.ir.types import Scalar, f32
+from cubejit.lang import Kernel
+
+
+@functools.cache
+def lookback_scan_kernel(T: Scalar, U: Scalar) -> Kernel:
+    A = f32
+
+    @cj.kernel
+    def lookback_scan_tiles(
+        x: cj.Tensor[cj.Line[T], 3],  # type: ignore[valid-type]
+        out: cj.Tensor[U, 3],  # type: ignore[valid-type]
+        state: cj.Array[cj.Atomic[cj.u64]],
+        blocks: cj.u32,
+        R: cj.Comptime[int],
+        EXCLUSIVE: cj.Comptime[bool],
+        FLAT: cj.Comptime[bool],
+    ):
+        partial = cj.SharedMemory[A](cj.CUBE_DIM // cj.PLANE_DIM + 1)
+        shared_tile = cj.SharedMemory[cj.u32](1)
+        shared_prefix = cj.SharedMemory[A](1)
+        run = cj.LocalArray[A](R * x.line_size())
+        tiles = state.len() - 1
+        if cj.UNIT_POS == 0:
+            shared_tile[0] = cj.u32(state[tiles].fetch_add(cj.u64(1)))
+        cj.sync_cube()
+        tile = shared_tile[0]
+        row = tile // blocks
+        i = row // x.shape(1)
+        k = row % x.shape(1)
+        n = x.shape(2)
+        mine = cj.UNIT_POS // cj.PLANE_DIM
+        start = (tile % blocks) * cj.CUBE_DIM * R + cj.UNIT_POS * R
+        if start + R <= n:
+            for r in cj.unroll(range(R)):
+                v = A(T(x[i, k, start + r]))
+                for q in cj.unroll(range(x.line_size())):
+                    run[r * x.line_size() + q] = v[q]
+        else:
+            for r in cj.unroll(range(R)):
+                v = cj.line(A(0), x.line_size())
+                if start + r < n:
+                    v = A(T(x[i, k, start + r]))
+                for q in cj.unroll(range(x.line_size())):
+                    run[r * x.line_size() + q] = v[q]
+        s = A(0)
+        for m in cj.unroll(range(R * x.line_size())):
+            if EXCLUSIVE:
+                e = run[m]
+                run[m] = s
+                s += e
+            else:
+                s += run[m]
+                run[m] = s
+        before = cj.plane_exclusive_sum(s)
+        if cj.UNIT_POS_PLANE == cj.PLANE_DIM - 1:
+            partial[mine] = before + s
+        cj.sync_cube()
+        lead = before
+        total = A(0)
+        for p in range(cj.cdiv(cj.CUBE_DIM, cj.PLANE_DIM)):
+            w = partial[p]
+            if p < mine:
+                lead += w
+            total += w
+        if cj.UNIT_POS == 0:
+            first = tile == 0 or (not FLAT and tile % blocks == 0)
+            prefix = A(0)
+            if first:
+                state[tile].store((cj.u64(2) << 32) | cj.u64(cj.bitcast(total, cj.u32)))
+            else:
+                state[tile].store((cj.u64(1) << 32) | cj.u64(cj.bitcast(total, cj.u32)))
+                back = tile - 1
+                done = False
+                while not done:
+                    word = state[back].load()
+                    flag = word >> 32
+                    if flag != 0:
+                        prefix += cj.bitcast(cj.u32(word & cj.u64(0xFFFFFFFF)), cj.f32)
+                        if flag == 2:
+                            done = True
+                        else:
+                            back -= 1
+                state[tile].store((cj.u64(2) << 32) | cj.u64(cj.bitcast(prefix + total, cj.u32)))
+            shared_prefix[0] = prefix
+        cj.sync_cube()
+        lead += shared_prefix[0]
+        for r in cj.unroll(range(R)):
+            if start + r < n:
+                j = (start + r) * x.line_size()
+                for q in cj.unroll(range(x.line_size())):
+                    out[i, k, j + q] = U(lead + run[r * x.line_size() + q])
+
+    return lookback_scan_tiles
+
+
+@functools.cache
+def clear_kernel() -> Kernel:
+    @cj.kernel
+    def clear_states(state: cj.Array[cj.u64]):
+        if cj.ABSOLUTE_POS < state.len():
+            state[cj.ABSOLUTE_POS] = 0
+
+    return clear_states
+
+
+__all__ = ["clear_kernel", "lookback_scan_kernel"]

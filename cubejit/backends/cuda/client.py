@@ -13,12 +13,14 @@ says that no device was found.
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from cubejit.backends import cuda_opening
 from cubejit.backends.cuda import nvrtc
 from cubejit.backends.cuda.buffer import (
     LEGACY_DEFAULT_STREAM,
@@ -45,6 +47,8 @@ from cubejit.compile.loader import KernelLoader
 from cubejit.compile.mirror import Mirror
 from cubejit.compile.recording import ServerLogger
 from cubejit.environment import ArtifactStore
+from cubejit.environment.build import build_id
+from cubejit.environment.manager import ENVIRONMENTS
 from cubejit.errors import BackendUnavailableError, LaunchError
 from cubejit.ir.types import Scalar, TensorType, from_dtype
 from cubejit.runtime.checking import checked_variant
@@ -52,6 +56,36 @@ from cubejit.runtime.layout import U32_MAX, all_contiguous, param_slots
 
 ORDINALS_KEPT = 4096
 """The addresses of other libraries' arrays whose device a client remembers."""
+
+
+def _ready_store() -> None:
+    """What the client's store needs that no device does, done while the driver opens the
+    device on a thread of its own (:mod:`cubejit.backends.cuda_opening`) rather than after:
+    NVRTC's version, which names the namespace, the build id, which keys every artifact, and
+    the active environment's database, opened."""
+    nvrtc.version()
+    build_id()
+    ENVIRONMENTS.current()
+
+
+COMPILING = (
+    "cubejit.lang.frontend",
+    "cubejit.ir.validate",
+    "cubejit.backends.cuda.cooperation",
+    "cubejit.backends.cuda.dialect",
+)
+"""The modules only compiling a kernel needs: the parser and the lowering to CUDA C++."""
+
+
+def _import_while_opening(device: int) -> None:
+    """Imports the :data:`COMPILING` modules one by one while the driver is still opening
+    ``device``, and no more once it is done: a client that would wait for the device anyway
+    then has them at no cost for its first compile, and a warm process whose device opened
+    quickly never imports them (NVRTC is never loaded here: only a compile loads it)."""
+    for name in COMPILING:
+        if not cuda_opening.under_way(device):
+            return
+        importlib.import_module(name)
 
 
 class CudaClient:
@@ -68,6 +102,9 @@ class CudaClient:
         self._driver = driver
         self.device = device
         """The device's ordinal."""
+        cuda_opening.start(device)
+        _ready_store()
+        _import_while_opening(device)
         handle, self._context, self.limits = open_device(device)
         self.limits: CudaLimits
         """What the device allows, read from the driver; kernels are validated against it."""

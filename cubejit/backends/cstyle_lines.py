@@ -6,11 +6,12 @@ every line all of whose lanes are loaded and loads it once, as a struct of ``n``
 to its size (``ld.global.v4.f32`` on CUDA, one vector load in C), just before its first lane is
 used; and the ``n`` stores of one line become one store. The launch chose ``n`` so that each
 line is aligned to its size, which makes the wide access legal. A line whose lanes would be
-read across a store to the same buffer, or across an assignment to a name its index reads,
-keeps its lane-by-lane loads. A store whose index is held in a name (a coarsened CUDA thread
-holds each store's index and value until its stores come last) is read through that name's
-assignment. Where the dialect has a :class:`PairSpelling` (CUDA's ``__half2``), the walker
-computes two adjacent lanes of such lines in one operation.
+read across a store to the same buffer, or across an assignment to a name its index reads
+(between its first and its last read in the run: the same index read again after such an
+assignment is another element), keeps its lane-by-lane loads. A store whose index is held in a
+name (a coarsened CUDA thread holds each store's index and value until its stores come last) is
+read through that name's assignment. Where the dialect has a :class:`PairSpelling` (CUDA's
+``__half2``), the walker computes two adjacent lanes of such lines in one operation.
 """
 
 from __future__ import annotations
@@ -115,6 +116,7 @@ class LinePlan:
 def plan_run(run: tuple[ir.Stmt, ...], widths: dict[str, int]) -> LinePlan:
     """Which lines of ``run`` (assignments and stores only) move whole."""
     uses: dict[tuple[str, ir.Expr], dict[int, int]] = {}
+    last: dict[tuple[str, ir.Expr], int] = {}
     for position, s in enumerate(run):
         for top in _exprs(s):
             for e in walk_expr(top):
@@ -123,11 +125,12 @@ def plan_run(run: tuple[ir.Stmt, ...], widths: dict[str, int]) -> LinePlan:
                     if access is not None:
                         lanes = uses.setdefault((access.array, access.first), {})
                         lanes.setdefault(access.lane, position)
+                        last[(access.array, access.first)] = position
     loads: dict[int, list[tuple[str, ir.Expr]]] = {}
     for (array, first), lanes in uses.items():
         if sorted(lanes) != list(range(widths[array])):
             continue
-        start, end = min(lanes.values()), max(lanes.values())
+        start, end = min(lanes.values()), last[(array, first)]
         if _disturbed(run[start:end], array, first, widths):
             continue
         loads.setdefault(start, []).append((array, first))

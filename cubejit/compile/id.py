@@ -32,6 +32,10 @@ kept, since ``1``, ``True`` and ``1.0`` compare equal and encode apart. Kernels 
 differing in their comptime values share the encoding of their source and types."""
 
 
+_ATOMS = frozenset((str, int, float, bool, bytes, type(None)))
+"""The types a canonical value holds as they are (exactly these: a subclass is looked at)."""
+
+
 def canonical(value: Any) -> Any:
     """``value`` as nested tuples of plain values, the form ids hold and hash.
 
@@ -41,8 +45,10 @@ def canonical(value: Any) -> Any:
     kind = type(value)
     if kind is str or kind is int or value is None:
         return value
-    if kind is tuple and _known(value):
-        return value
+    if kind is tuple:
+        if _known(value):
+            return value
+        return tuple([v if type(v) in _ATOMS else canonical(v) for v in value])
     if isinstance(value, bool | int | float | str | bytes):
         return value
     if isinstance(value, list | tuple):

@@ -44,6 +44,11 @@ log = logging.getLogger("cubejit.environment")
 ID_PREFIX = b"id:"
 SOURCE_PREFIX = b"source:"
 SOURCE_KEY = "source_key"
+_NAMING = f'"{SOURCE_KEY}":"'.encode()
+"""What precedes the source key in a record's header (JSON without spaces, which escapes
+every quote inside a string, so only the key itself reads so)."""
+_SOURCE_KEY_SIZE = len(SOURCE_PREFIX) + 64
+"""The bytes of a source key: the prefix and a SHA-256 in hex."""
 """The header key of a record: the source key whose entry holds the bytes."""
 
 V = TypeVar("V")
@@ -135,10 +140,11 @@ class ArtifactStore:
         return self.stored_many([id]).get(id)
 
     def stored_many(self, ids: Sequence[ArtifactId[V]]) -> dict[ArtifactId[V], Stored]:
-        """The payload and metadata stored for each of ``ids`` that has them, read with one
-        query for the records and one for the sources they name: a batch's whole look-up."""
+        """The payload and metadata stored for each of ``ids`` that has them: a batch's whole
+        look-up, one query for the records and the sources they name together (on an
+        environment file; elsewhere a second query reads the sources)."""
         keys = {self.key(id): id for id in ids}
-        values = self._store.get_many(list(keys))
+        values, named = self._store.get_many_following(list(keys), _NAMING, _SOURCE_KEY_SIZE)
         found: dict[ArtifactId[V], Stored] = {}
         pointing: dict[bytes, list[ArtifactId[V]]] = {}
         for key, value in values.items():
@@ -151,7 +157,8 @@ class ArtifactStore:
                 pointing.setdefault(source_key.encode("ascii"), []).append(keys[key])
             else:
                 found[keys[key]] = _stored(payload, header)
-        sources = self._store.get_many(list(pointing))
+        unread = [key for key in pointing if key not in named]
+        sources = {**named, **self._store.get_many(unread)} if unread else named
         for source_key, records in pointing.items():
             source_value = sources.get(source_key)
             decoded = None if source_value is None else self._decoded(source_key, source_value)

@@ -80,6 +80,7 @@ class Environments:
     def _forget(self) -> None:
         self._name: str | None = None
         self._root: Path | None = None
+        self._settings_root: tuple[config.Settings, Path] | None = None
         self._file: Path | None = None
         self._bump()
         self._bound: Path | None = None
@@ -110,7 +111,19 @@ class Environments:
 
     def root(self) -> Path:
         with self._lock:
-            return self._root or config.settings().cache_dir.expanduser().resolve()
+            if self._root is not None:
+                return self._root
+            settings = config.settings()
+            known = self._settings_root
+            if known is not None and known[0] is settings:
+                return known[1]
+            given = settings.cache_dir.expanduser()
+            root = given.resolve()
+            if given.is_absolute():
+                # Resolved once per settings (a relative one follows the working directory):
+                # every batch's records ask for it.
+                self._settings_root = (settings, root)
+            return root
 
     def load(
         self, file: str | Path, serve: Callable[[SqliteStorage], ReadLayer] | None = None

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from cubejit.environment.sqlite_file import (
     COMPANIONS,
@@ -59,6 +59,13 @@ used first) when its mark is older than this: a day's precision is all pruning n
 warm store is then written at most once a day per entry."""
 SELECT_VALUE = "SELECT value, used_at FROM entries WHERE namespace = ? AND key = ?"
 SELECT_VALUES = "SELECT key, value, used_at FROM entries WHERE namespace = ? AND key IN ({})"
+SELECT_FOLLOWING = (
+    "SELECT r.key, r.value, r.used_at, s.key, s.value, s.used_at FROM entries AS r "
+    "LEFT JOIN entries AS s ON s.namespace = r.namespace AND instr(r.value, ?) > 0 "
+    "AND s.key = substr(r.value, instr(r.value, ?) + ?, ?) "
+    "WHERE r.namespace = ? AND r.key IN ({})"
+)
+"""The entries under some keys, each beside the entry its value names after a marker."""
 _KEYS_PER_QUERY = 500
 """Keys bound in one ``IN (...)`` (SQLite allows at least 999 parameters)."""
 TOUCH_ENTRY = "UPDATE entries SET used_at = ? WHERE namespace = ? AND key = ?"
@@ -213,6 +220,37 @@ class SqliteStorage:
         if stale and not self._readonly:
             self._write_many(TOUCH_ENTRY, stale)
         return {bytes(k): bytes(v) for k, v, _ in rows}
+
+    def get_many_following(
+        self, namespace: str, keys: Collection[bytes], marker: bytes, size: int
+    ) -> tuple[dict[bytes, bytes], dict[bytes, bytes]]:
+        """:meth:`get_many`, and in the same query the entries that the values found name:
+        the ``size`` bytes after the first ``marker`` in a value, read as a key of the
+        namespace (a record naming the entry that holds its artifact). The second map holds
+        those found; a value that names none, or a missing one, adds nothing."""
+        wanted = list(keys)
+        rows: list[tuple[bytes, bytes, float, bytes | None, bytes | None, float | None]] = []
+        try:
+            for start in range(0, len(wanted), _KEYS_PER_QUERY):
+                part = wanted[start : start + _KEYS_PER_QUERY]
+                query = SELECT_FOLLOWING.format(", ".join("?" * len(part)))
+                parameters = (marker, marker, len(marker), size, namespace, *part)
+                rows += self._run(functools.partial(_fetch_all, query, parameters))
+        except (sqlite3.Error, StoreError) as e:
+            log.debug("cannot read %s: %s", self.path, e)
+            return {}, {}
+        found = {bytes(k): bytes(v) for k, v, *_ in rows}
+        named = {bytes(k): bytes(v) for *_, k, v, _ in rows if k is not None and v is not None}
+        now = time.time()
+        marks = [(k, used) for k, _, used, *_ in rows] + [(k, used) for *_, k, _, used in rows]
+        stale = {
+            (now, namespace, bytes(k))
+            for k, used in marks
+            if k is not None and used is not None and now - used > TOUCH_AFTER_S
+        }
+        if stale and not self._readonly:
+            self._write_many(TOUCH_ENTRY, sorted(stale))
+        return found, named
 
     def insert(
         self, namespace: str, key: bytes, value: bytes, origin: str = LOCAL
@@ -385,7 +423,7 @@ class SqliteStorage:
 
 def _fetch_all(
     query: str, parameters: tuple[object, ...], connection: sqlite3.Connection
-) -> list[tuple[bytes, bytes, float]]:
+) -> list[Any]:
     return connection.execute(query, parameters).fetchall()
 
 

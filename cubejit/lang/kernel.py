@@ -308,9 +308,9 @@ class Kernel:
         sizes = []
         for i, p in self.free_lines:
             assert isinstance(p.type, ArrayType | TensorType)
-            tensor = isinstance(p.type, TensorType)
+            tensor = type(p.type) is TensorType
             arg = args[i] if i < len(args) else None
-            if isinstance(arg, Lined):
+            if type(arg) is Lined:
                 plain[i] = arg.arg
                 sizes.append(forced_size(self.name, p.name, arg, p.type.elem, tensor))
             else:

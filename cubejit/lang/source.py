@@ -15,11 +15,11 @@ import hashlib
 import inspect
 import textwrap
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from cubejit.errors import UnsupportedError
 from cubejit.lang.declaration import qualified_name
+from cubejit.lang.source_lines import parsed_source_lines
 
 _MISSING = object()
 
@@ -59,23 +59,38 @@ class Spelling:
         return f"`{text}`" if self.quoted else text
 
 
-@dataclass(frozen=True, eq=False)
 class PySource:
-    """The source of one Python function, parsed."""
+    """The source of one Python function, parsed.
 
-    fn: Callable[..., Any]
-    name: str
-    """The function's qualified name."""
-    file: str
-    first_line: int
-    """The file line of the first source line (a decorator's, if any)."""
-    indent: int
-    """Columns removed from every line so that the ``def`` parses at the top level."""
-    lines: tuple[str, ...]
-    """The source lines as they are in the file."""
-    text: str
-    """The dedented source: what the kernel's identity hashes."""
-    tree: ast.FunctionDef
+    A plain class rather than a dataclass: it is made on a kernel's first specialisation, often
+    a warm process's first launch, and a dataclass generates and compiles its methods when its
+    module is imported.
+    """
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        name: str,
+        file: str,
+        first_line: int,
+        indent: int,
+        lines: tuple[str, ...],
+        text: str,
+        tree: ast.FunctionDef,
+    ) -> None:
+        self.fn = fn
+        self.name = name
+        """The function's qualified name."""
+        self.file = file
+        self.first_line = first_line
+        """The file line of the first source line (a decorator's, if any)."""
+        self.indent = indent
+        """Columns removed from every line so that the ``def`` parses at the top level."""
+        self.lines = lines
+        """The source lines as they are in the file."""
+        self.text = text
+        """The dedented source: what the kernel's identity hashes."""
+        self.tree = tree
 
     @classmethod
     def of(cls, fn: Callable[..., Any], what: str) -> PySource:
@@ -87,7 +102,7 @@ class PySource:
                 kernel=name,
             )
         try:
-            lines, first_line = inspect.getsourcelines(fn)
+            lines, first_line, parsed = parsed_source_lines(fn)
             file = inspect.getsourcefile(fn) or inspect.getfile(fn)
         except (OSError, TypeError) as exc:
             raise UnsupportedError(
@@ -98,7 +113,7 @@ class PySource:
         raw = "".join(lines)
         text = textwrap.dedent(raw)
         indent = len(lines[0]) - len(lines[0].lstrip()) if text != raw else 0
-        module = ast.parse(text)
+        module = ast.parse(text) if parsed is None else parsed
         tree = module.body[0]
         if not isinstance(tree, ast.FunctionDef):
             raise UnsupportedError(

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import threading
 
-from cubejit import config
 from cubejit.errors import BackendUnavailableError
 from cubejit.runtime.protocol import Client
 
@@ -19,6 +18,7 @@ BACKENDS = ("cpu", "cuda")
 
 _clients: dict[tuple[str, int, bool], Client] = {}
 _lock = threading.Lock()
+_opened_ahead: set[int] = set()
 
 
 def client(backend: str = "cpu", device: int = 0, check_bounds: bool | None = None) -> Client:
@@ -29,6 +29,10 @@ def client(backend: str = "cpu", device: int = 0, check_bounds: bool | None = No
     :mod:`cubejit.runtime.checking`): an access out of bounds raises LaunchError after the
     launch. None (the default) follows the ``check_bounds`` setting
     (``CUBEJIT_CHECK_BOUNDS``)."""
+    if backend == "cuda":
+        _open_ahead(device)
+    from cubejit import config
+
     checked = config.settings().check_bounds if check_bounds is None else check_bounds
     key = (backend, device, checked)
     found = _clients.get(key)
@@ -41,15 +45,24 @@ def client(backend: str = "cpu", device: int = 0, check_bounds: bool | None = No
     return found
 
 
+def _open_ahead(device: int) -> None:
+    """Starts the driver opening CUDA ``device`` on a thread of its own
+    (:mod:`cubejit.backends.cuda_opening`) the first time a client of it is asked for, before
+    anything else is imported or read (the settings included), so that all of that runs while
+    the driver works."""
+    if device not in _opened_ahead:
+        _opened_ahead.add(device)
+        from cubejit.backends import cuda_opening
+
+        cuda_opening.start(device)
+
+
 def _make(backend: str, device: int, check_bounds: bool) -> Client:
     if backend == "cpu":
         from cubejit.backends.cpu.client import CpuClient
 
         return CpuClient(device, check_bounds=check_bounds)
     if backend == "cuda":
-        from cubejit.backends import cuda_opening
-
-        cuda_opening.start(device)
         from cubejit.backends.cuda.client import CudaClient
 
         return CudaClient(device, check_bounds=check_bounds)

@@ -33,6 +33,8 @@ class Lined:
 def lined(arg: Any, n: int) -> Lined:
     """``cj.lined(x, n)``: passes ``x`` to a ``cj.Line[T]`` parameter with lines of ``n``
     lanes (one of 8, 4, 2, 1) instead of the widest that fits."""
+    if type(n) is int and n in LINE_SIZES:
+        return Lined(arg, n)
     if isinstance(n, bool) or not isinstance(n, int | np.integer) or int(n) not in LINE_SIZES:
         raise LaunchError(f"cj.lined takes a line size of 8, 4, 2 or 1 lanes, not {n!r}")
     return Lined(arg, int(n))
@@ -49,9 +51,14 @@ class Layout:
 
 
 def layout_of(arg: Any) -> Layout | None:
-    """The layout of a buffer argument (numpy, a client's buffer, anything with
-    ``__cuda_array_interface__``); ``None`` for anything else, which the client's argument
-    check then refuses."""
+    """The layout of a buffer argument (one that tells its own with ``layout()``, numpy, a
+    client's buffer, anything with ``__cuda_array_interface__``); ``None`` for anything else,
+    which the client's argument check then refuses."""
+    own = getattr(arg, "layout", None)
+    if own is not None and callable(own):
+        found = own()
+        if isinstance(found, Layout):
+            return found
     array = getattr(arg, "array", None)
     if isinstance(array, np.ndarray):
         arg = array

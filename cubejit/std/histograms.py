@@ -26,7 +26,7 @@ import cubejit as cj
 from cubejit.errors import LaunchError
 from cubejit.ir.types import Scalar, f32, f64, i64
 from cubejit.lang import Kernel
-from cubejit.std import integer_bins
+from cubejit.std import cpu_runs, integer_bins
 from cubejit.std.integer_bins import IntegerBins
 from cubejit.std.views import operand, output, try_fold
 
@@ -200,6 +200,9 @@ def histogram(
         (a, b), ((sa, sb),) = folded
         xv = src.view((1, a, b), (0, sa, sb))
     private = bins <= SHARED_BINS
+    if src.client.backend == "cpu" and private:
+        cpu_runs.count(src.client, xv, result, device_edges, lo, span, bins, compute)
+        return result
     cubes = -(-src.size // (dim * per_unit))
     histogram_kernel(src.scalar).launch(
         src.client,

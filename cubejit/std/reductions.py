@@ -16,17 +16,15 @@ signature (``A(T(v))``), because the frontend resolves annotations through the k
 from __future__ import annotations
 
 import builtins
-import contextlib
 import functools
 import math
-import threading
-from collections.abc import Iterator
 from typing import Any
 
 import cubejit as cj
 from cubejit.errors import LaunchError
 from cubejit.ir.types import MAX_LINE_BYTES, Scalar
 from cubejit.lang import Kernel
+from cubejit.std import cpu_runs
 from cubejit.std.cube import MAX, MIN, OPERATIONS, SUM, combine, cube_reduce
 from cubejit.std.views import (
     Operand,
@@ -210,6 +208,9 @@ def reduce_all(x: Operand, out: Operand, op: int, init: float, scale: float) -> 
     if lined is not None and xb == 1 and b > lined[0]:
         reduce_lines(x, b, out, op, init, scale, lined)
         return
+    if client.backend == "cpu" and (xb == 1 or b == 1):
+        cpu_runs.reduce_all(x.view((b,), (1,)), out, op, init, scale)
+        return
     dim, per_unit = RUN[client.backend]
     run = dim * per_unit
     if b <= run:
@@ -217,38 +218,15 @@ def reduce_all(x: Operand, out: Operand, op: int, init: float, scale: float) -> 
     else:
         cubes = math.ceil(b / run)
         partial = operand(new_array(client, (cubes,), acc), client)
-        xv = x.view((1, 1, b), (0, 0, xb))
-        unroll = client.backend == "cuda"
-        runs_kernel(x.scalar).launch(
-            client, cubes, dim, xv, partial.owner, init, OP=op, R=per_unit, UNROLL=unroll
-        )
-        xv = partial.view((1, 1, cubes), (0, 0, 1))
+    xv = x.view((1, 1, b), (0, 0, xb))
+    unroll = client.backend == "cuda"
+    runs_kernel(x.scalar).launch(
+        client, cubes, dim, xv, partial.owner, init, OP=op, R=per_unit, UNROLL=unroll
+    )
+    xv = partial.view((1, 1, cubes), (0, 0, 1))
     rows_kernel(acc if b > run else x.scalar, out.scalar).launch(
         client, 1, dim, xv, out.view((1, 1, 1), (0, 0, 0)), init, scale, OP=op
     )
-
-
-_SCRATCH: dict[tuple[Any, str], tuple[threading.Lock, list[Operand]]] = {}
-_SCRATCH_LOCK = threading.Lock()
-
-
-@contextlib.contextmanager
-def _partials(client: Any, acc: Scalar, cubes: int) -> Iterator[Operand]:
-    """``cubes`` elements of ``acc`` for the lined form's partials, for the launches made
-    inside the ``with``. On CUDA one buffer per client and type serves every call, kept as long
-    as the client (a client of ``cj.client`` lives as long as the process): the client's
-    launches run in order on its one stream, and a lock keeps each call's two launches
-    together, so a call's partials are read before the next call writes them; no call allocates
-    (or frees, which waits for the device)."""
-    if client.backend != "cuda":
-        yield operand(new_array(client, (cubes,), acc), client)
-        return
-    with _SCRATCH_LOCK:
-        lock, kept = _SCRATCH.setdefault((client, acc.name), (threading.Lock(), []))
-    with lock:
-        if not kept or kept[0].size < cubes:
-            kept[:] = [operand(new_array(client, (builtins.max(cubes, 1024),), acc), client)]
-        yield kept[0]
 
 
 def reduce_lines(
@@ -263,28 +241,28 @@ def reduce_lines(
     width = MAX_LINE_BYTES // x.scalar.itemsize
     body = n - n % width
     cubes = builtins.max(1, builtins.min(cubes, body // (dim * width)))
-    with _partials(client, acc, cubes) as partial:
-        lines_kernel(x.scalar).launch(
-            client,
-            cubes,
-            dim,
-            x.view((body,), (1,)),
-            x.view((1, 1, n), (0, 0, 1)),
-            partial.owner,
-            init,
-            OP=op,
-            K=per_round,
-        )
-        rows_kernel(acc, out.scalar).launch(
-            client,
-            1,
-            _row_dim(cubes),
-            partial.view((1, 1, cubes), (0, 0, 1)),
-            out.view((1, 1, 1), (0, 0, 0)),
-            init,
-            scale,
-            OP=op,
-        )
+    partial = operand(new_array(client, (cubes,), acc), client)
+    lines_kernel(x.scalar).launch(
+        client,
+        cubes,
+        dim,
+        x.view((body,), (1,)),
+        x.view((1, 1, n), (0, 0, 1)),
+        partial.owner,
+        init,
+        OP=op,
+        K=per_round,
+    )
+    rows_kernel(acc, out.scalar).launch(
+        client,
+        1,
+        _row_dim(cubes),
+        partial.view((1, 1, cubes), (0, 0, 1)),
+        out.view((1, 1, 1), (0, 0, 0)),
+        init,
+        scale,
+        OP=op,
+    )
 
 
 def _reduce(what: str, x: Any, axis: int | None, out: Any, client: Any, mean: bool = False) -> Any:

@@ -25,6 +25,7 @@ import cubejit as cj
 from cubejit.errors import LaunchError
 from cubejit.ir.types import Scalar
 from cubejit.lang import Kernel
+from cubejit.std import cpu_rows
 from cubejit.std.cube import MAX, SUM, cube_reduce
 from cubejit.std.lined_rows import (
     LINED,
@@ -181,6 +182,16 @@ def _shape_of_rows(n: int, backend: str) -> tuple[int, int, bool]:
     return dim, 1 << builtins.max(0, per_unit - 1).bit_length(), True
 
 
+def _walks_rows(src: Operand, scalar: Scalar, *views: Any) -> bool:
+    """Whether the CPU's form (:mod:`cubejit.std.cpu_rows`) takes these rows: ``f32`` or
+    ``f64`` rows of adjacent elements."""
+    return (
+        src.client.backend == "cpu"
+        and cpu_rows.serves(scalar)
+        and all(v.strides[-1] == scalar.itemsize for v in views)
+    )
+
+
 Layouts = list[tuple[Operand, tuple[int, ...]]]
 
 
@@ -239,6 +250,9 @@ def softmax(x: Any, axis: int = -1, *, out: Any = None, client: Any = None) -> A
         softmax_lines_kernel(scalar, lanes).launch(
             client, rows, dim, cj.lined(xv, lanes), cj.lined(ov, lanes), -math.inf, K=per_unit
         )
+        return result
+    if _walks_rows(src, scalar, xv, ov):
+        cpu_rows.softmax_rows(rows, xv, ov, scalar, src.client, -math.inf)
         return result
     dim, per_unit, one_pass = _shape_of_rows(n, src.client.backend)
     softmax_kernel(scalar).launch(
@@ -308,6 +322,9 @@ def layer_norm(
             float(n),
             K=per_unit,
         )
+        return result
+    if _walks_rows(src, scalar, xv, ov):
+        cpu_rows.layer_norm_rows(rows, xv, params[0], params[1], ov, eps, scalar, src.client)
         return result
     dim, per_unit, one_pass = _shape_of_rows(n, src.client.backend)
     layer_norm_kernel(scalar).launch(

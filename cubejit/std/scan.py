@@ -24,7 +24,7 @@ import cubejit as cj
 from cubejit.errors import LaunchError
 from cubejit.ir.types import Scalar, f32, u64
 from cubejit.lang import Kernel
-from cubejit.std import lined_scan
+from cubejit.std import cpu_runs, lined_scan
 from cubejit.std.lined_scan import LinedScan, lined_scan_kernel, lined_totals_kernel
 from cubejit.std.lookback_scan import clear_kernel, lookback_scan_kernel
 from cubejit.std.views import (
@@ -133,6 +133,9 @@ def scan(x: Operand, out: Operand, exclusive: bool, flat: bool) -> None:
     """Scans ``x`` into ``out``, both rank-3 layouts ``(A, B, N)`` of one shape: along ``N``
     for each row, or, when ``flat``, over all elements in row-major order."""
     client = x.client
+    if client.backend == "cpu" and cpu_runs.adjacent(x, out):
+        cpu_runs.scan(x, out, exclusive, flat)
+        return
     form = LINED[client.backend]
     if form is not None and x.strides[2] == 1:
         _scan_lined(x, out, exclusive, flat, form)

@@ -139,11 +139,16 @@ def _device_copy(client: Any, buffer: Any) -> Any:
             driver.cuMemcpyDtoDAsync,
             copy.ptr,
             buffer.ptr,
-            buffer.nbytes,
+            buffer.n * buffer.scalar.itemsize,
             driver.CUstream(client.stream_handle),
             what="copy an argument for tuning",
         )
-    return copy
+    strides = getattr(buffer, "strides", None)
+    if strides is None:
+        return copy
+    from cubejit.backends.cuda.buffer import CudaView
+
+    return CudaView(client, buffer.scalar, copy.ptr, buffer.shape, strides, copy)
 
 
 def median_known(ordered: list[int]) -> bool:

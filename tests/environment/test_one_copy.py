@@ -12,6 +12,7 @@ import sqlite3
 import zlib
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -22,6 +23,7 @@ from cubejit.backends.cpu import CpuClient, CpuTarget, compiler_runs
 from cubejit.compile import BatchRecord, add_record_sink, remove_record_sink
 from cubejit.environment.artifacts import ID_PREFIX, SOURCE_KEY, SOURCE_PREFIX
 from cubejit.environment.manager import ENVIRONMENTS
+from cubejit.environment.storage_sqlite import SqliteStorage
 from cubejit.environment.value import decode, encode
 
 N = 333
@@ -171,3 +173,77 @@ def test_a_stored_artifact_that_decodes_but_cannot_be_loaded_is_dropped_and_comp
     assert outcomes == ["compiled", "compiled", "loaded"]
     dropped = [r for r in caplog.records if "cannot be loaded" in r.getMessage()]
     assert len(dropped) == 1, "one warning, in the run that found it"
+
+
+def test_a_warm_batch_reads_its_records_and_their_one_copy_in_one_query(
+    root: Path, outcomes: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    launch_all(CpuClient(target=CpuTarget()), range(KERNELS))
+    ENVIRONMENTS.reset()
+    reads: list[str] = []
+    for name in ("get", "get_many", "get_many_following"):
+        real = getattr(SqliteStorage, name)
+
+        def counted(*args: object, _real: Any = real, _name: str = name, **kw: object) -> Any:
+            reads.append(_name)
+            return _real(*args, **kw)
+
+        monkeypatch.setattr(SqliteStorage, name, counted)
+    before = compiler_runs.count
+    launch_all(CpuClient(target=CpuTarget()), range(KERNELS), cj.kernel(scaled.fn))
+    assert compiler_runs.count == before
+    assert outcomes[-KERNELS:] == ["loaded"] * KERNELS
+    assert reads == ["get_many_following"]
+
+
+def test_a_warm_first_launch_reads_the_store_once(
+    root: Path, outcomes: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = np.random.default_rng(11)
+    x = rng.random(N, dtype=np.float32)
+
+    def first_launch() -> np.ndarray:
+        client = CpuClient(target=CpuTarget())
+        out = client.empty(N, cj.f32)
+        fresh = cj.kernel(scaled.fn)
+        fresh.launch(client, cj.cdiv(N, CUBE), CUBE, client.to_device(x), out, tag=0)
+        return out.array
+
+    first_launch()
+    ENVIRONMENTS.reset()
+    queries: list[str] = []
+    real_run = SqliteStorage._run
+
+    def counted_run(self: SqliteStorage, work: Any) -> Any:
+        queries.append(getattr(work, "args", ("write",))[0])
+        return real_run(self, work)
+
+    monkeypatch.setattr(SqliteStorage, "_run", counted_run)
+    result = first_launch()
+    np.testing.assert_allclose(result, x * np.float32(3.0) - np.float32(1.0), rtol=1e-6)
+    assert outcomes[-1] == "loaded"
+    assert len(queries) == 1 and queries[0].startswith("SELECT r.key, r.value")
+
+
+def test_a_warm_first_launch_writes_no_records_until_a_batch_compiles(root: Path) -> None:
+    from cubejit.environment import records
+
+    launch_all(CpuClient(target=CpuTarget()), range(1))
+    database = environment.path()
+    written = len(records.read("batches", database))
+    assert written >= 1, "the compiling batch wrote its records at its end"
+    ENVIRONMENTS.reset()
+    process_keeper = records.install()
+    fresh_keeper = records.RecordKeeper()
+    remove_record_sink(process_keeper)
+    add_record_sink(fresh_keeper)
+    try:
+        launch_all(CpuClient(target=CpuTarget()), range(1), cj.kernel(scaled.fn))
+        assert len(records.read("batches", database)) == written
+        launch_all(CpuClient(target=CpuTarget()), range(1, 2), cj.kernel(scaled.fn))
+    finally:
+        remove_record_sink(fresh_keeper)
+        add_record_sink(process_keeper)
+    assert len(records.read("batches", database)) == written + 2, (
+        "the batch that compiled wrote the held one with its own, in one transaction"
+    )

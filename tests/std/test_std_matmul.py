@@ -10,6 +10,8 @@ from std_devices import Device
 import cubejit as cj
 import cubejit.std as cs
 from cubejit.errors import LaunchError
+from cubejit.std.tiles import TILES, Tiles, fits_lines, matmul_candidate
+from cubejit.std.views import operand
 
 
 def _check(device: Device, a: np.ndarray, b: np.ndarray) -> None:
@@ -57,3 +59,41 @@ def test_matmul_writes_into_out_and_refuses_mismatched_shapes_and_types() -> Non
         cs.matmul(a, b.T)
     with pytest.raises(LaunchError, match="a holds f32 and b f64"):
         cs.matmul(a, b.astype(np.float64))
+
+
+def test_matmul_of_contiguous_operands_dividing_every_tile_matches_numpy(device: Device) -> None:
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((256, 80)).astype(np.float32)
+    b = rng.standard_normal((80, 384)).astype(np.float32)
+    _check(device, a, b)
+
+
+@pytest.mark.parametrize("tiles", [t for t in TILES["cuda"] if t.lined], ids=lambda t: t.name)
+def test_each_lined_configuration_computes_the_product_on_the_cpu(tiles: Tiles) -> None:
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((2 * tiles.bm, 3 * tiles.bk)).astype(np.float32)
+    b = rng.standard_normal((3 * tiles.bk, 2 * tiles.bn)).astype(np.float32)
+    out = np.full((a.shape[0], b.shape[1]), np.nan, np.float32)
+    matmul_candidate(tiles, cj.f32).fn(cj.client("cpu"), a, b, out)
+    wide = a.astype(np.float64) @ b.astype(np.float64)
+    bound = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+    assert np.all(np.abs(out - wide) <= 4e-6 * np.sqrt(a.shape[1]) * (bound + 1))
+
+
+def test_only_contiguous_aligned_f32_operands_dividing_every_lined_tile_take_lines() -> None:
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((256, 64)).astype(np.float32)
+    b = rng.standard_normal((64, 128)).astype(np.float32)
+    out = np.zeros((256, 128), np.float32)
+
+    def fits(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> bool:
+        return fits_lines("cuda", operand(a), operand(b), operand(out))
+
+    shifted = np.empty(a.size + 1, np.float32)[1:].reshape(a.shape)
+    assert fits(a, b, out)
+    assert not fits(a[:, :48], b[:48], out)
+    assert not fits(a[:192], b, out[:192])
+    assert not fits(np.asfortranarray(a), b, out)
+    assert not fits(shifted, b, out)
+    assert not fits(a.astype(np.float64), b.astype(np.float64), out.astype(np.float64))
+    assert not fits_lines("cpu", operand(a), operand(b), operand(out))

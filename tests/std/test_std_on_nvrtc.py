@@ -98,8 +98,19 @@ def _specs() -> list[Any]:
         )
     for t in (cj.f32, cj.f16, cj.f64):
         for c in tiles.TILES["cuda"]:
-            specs.append(tiles.matmul_kernel(t).specialize((c.tx, c.ty), RM=c.rm, RN=c.rn, BK=c.bk))
+            if not c.lined:
+                spec = tiles.matmul_kernel(t).specialize((c.tx, c.ty), RM=c.rm, RN=c.rn, BK=c.bk)
+                specs.append(spec)
+    for c in tiles.TILES["cuda"]:
+        if c.lined:
+            specs.append(_lined_spec(c))
     return specs
+
+
+def _lined_spec(c: tiles.Tiles) -> Any:
+    lines = dict(a=tiles.LINE, b=tiles.LINE, out=tiles.LINE)
+    comptime = dict(BM=c.bm, BN=c.bn, BK=c.bk, RM=c.rm, RN=c.rn, STAGES=c.stages)
+    return tiles.lined_matmul_kernel().specialize(c.tx * c.ty, line_sizes=lines, **comptime)
 
 
 @pytest.mark.parametrize("spec", _specs(), ids=lambda s: f"{s.name}-{s.params[0].type}")

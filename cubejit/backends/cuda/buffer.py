@@ -19,6 +19,7 @@ from cubejit.errors import LaunchError
 from cubejit.ir.types import Scalar, bf16
 from cubejit.runtime.arguments import BufferView, c_strides
 from cubejit.runtime.layout import U32_MAX
+from cubejit.runtime.lines import Layout
 
 LEGACY_DEFAULT_STREAM = 1
 """The value ``__cuda_array_interface__`` gives for the legacy default stream, which a
@@ -132,7 +133,6 @@ class CudaView:
     can take (a span or stride past ``u32``, an address not aligned to its elements)."""
 
     __slots__ = (
-        "__cuda_array_interface__",
         "client",
         "contiguous",
         "n",
@@ -156,17 +156,20 @@ class CudaView:
         owner: Any,
         writeable: bool = True,
     ) -> None:
-        span = 0
-        if all(shape):
-            span = 1
-            for extent, step in zip(shape, strides, strict=True):
-                span += (extent - 1) * step
-        item = scalar.itemsize
-        if span > U32_MAX or any(s > U32_MAX or s < 0 for s in strides) or ptr % item:
+        span = 1
+        widest = 0
+        for extent, step in zip(shape, strides, strict=True):
+            if not extent:
+                span = 0
+                break
+            span += (extent - 1) * step
+            if step > widest or step < 0:
+                widest = step if step > widest else U32_MAX + 1
+        if span > U32_MAX or widest > U32_MAX or ptr % scalar.itemsize:
             raise LaunchError(
                 f"a view of shape {shape}, strides {strides} (elements) at {ptr:#x} is no "
                 f"tensor a kernel can take: strides must be 0 to {U32_MAX}, its span at most "
-                f"{U32_MAX} elements, its address aligned to {item} bytes"
+                f"{U32_MAX} elements, its address aligned to {scalar.itemsize} bytes"
             )
         self.client = client
         self.scalar = scalar
@@ -178,17 +181,26 @@ class CudaView:
         self.n = span
         """The elements from the first to the last the view reaches (the overlap check's)."""
         self.words = (self.ndim, *shape, *strides)
-        self.contiguous = int(not shape or shape[-1] == 1 or strides[-1] == 1)
+        self.contiguous = 1 if not shape or shape[-1] == 1 or strides[-1] == 1 else 0
         self.owner = owner
         self.writeable = writeable
-        self.__cuda_array_interface__ = {
-            "shape": shape,
-            "typestr": scalar.dtype.str,
-            "data": (ptr, not writeable),
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        item = self.scalar.itemsize
+        return {
+            "shape": self.shape,
+            "typestr": self.scalar.dtype.str,
+            "data": (self.ptr, not self.writeable),
             "version": 3,
-            "strides": tuple(s * item for s in strides),
-            "stream": client.stream_handle,
+            "strides": tuple(s * item for s in self.strides),
+            "stream": self.client.stream_handle,
         }
+
+    def layout(self) -> Layout:
+        """What the view's line size depends on (:func:`cubejit.runtime.lines.layout_of`)."""
+        item = self.scalar.itemsize
+        return Layout(self.ptr, self.shape, tuple(s * item for s in self.strides))
 
     def view(self) -> BufferView:
         """The view as the argument checker sees it."""

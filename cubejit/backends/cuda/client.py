@@ -13,12 +13,14 @@ says that no device was found.
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from cubejit.backends import cuda_opening
 from cubejit.backends.cuda import nvrtc
 from cubejit.backends.cuda.buffer import (
     LEGACY_DEFAULT_STREAM,
@@ -38,12 +40,15 @@ from cubejit.backends.cuda.driver import (
     open_device,
 )
 from cubejit.backends.cuda.launch import Launcher, arrays_apart, first_mask
+from cubejit.backends.cuda.memory import DeviceMemory
 from cubejit.backends.cuda.target import CudaTarget, fingerprint
 from cubejit.compile.id import ArtifactId
 from cubejit.compile.loader import KernelLoader
 from cubejit.compile.mirror import Mirror
 from cubejit.compile.recording import ServerLogger
 from cubejit.environment import ArtifactStore
+from cubejit.environment.build import build_id
+from cubejit.environment.manager import ENVIRONMENTS
 from cubejit.errors import BackendUnavailableError, LaunchError
 from cubejit.ir.types import Scalar, TensorType, from_dtype
 from cubejit.runtime.checking import checked_variant
@@ -51,6 +56,36 @@ from cubejit.runtime.layout import U32_MAX, all_contiguous, param_slots
 
 ORDINALS_KEPT = 4096
 """The addresses of other libraries' arrays whose device a client remembers."""
+
+
+def _ready_store() -> None:
+    """What the client's store needs that no device does, done while the driver opens the
+    device on a thread of its own (:mod:`cubejit.backends.cuda_opening`) rather than after:
+    NVRTC's version, which names the namespace, the build id, which keys every artifact, and
+    the active environment's database, opened."""
+    nvrtc.version()
+    build_id()
+    ENVIRONMENTS.current()
+
+
+COMPILING = (
+    "cubejit.lang.frontend",
+    "cubejit.ir.validate",
+    "cubejit.backends.cuda.cooperation",
+    "cubejit.backends.cuda.dialect",
+)
+"""The modules only compiling a kernel needs: the parser and the lowering to CUDA C++."""
+
+
+def _import_while_opening(device: int) -> None:
+    """Imports the :data:`COMPILING` modules one by one while the driver is still opening
+    ``device``, and no more once it is done: a client that would wait for the device anyway
+    then has them at no cost for its first compile, and a warm process whose device opened
+    quickly never imports them (NVRTC is never loaded here: only a compile loads it)."""
+    for name in COMPILING:
+        if not cuda_opening.under_way(device):
+            return
+        importlib.import_module(name)
 
 
 class CudaClient:
@@ -67,7 +102,10 @@ class CudaClient:
         self._driver = driver
         self.device = device
         """The device's ordinal."""
-        _, self._context, self.limits = open_device(device)
+        cuda_opening.start(device)
+        _ready_store()
+        _import_while_opening(device)
+        handle, self._context, self.limits = open_device(device)
         self.limits: CudaLimits
         """What the device allows, read from the driver; kernels are validated against it."""
         self.arch = arch_name(self.limits.compute_capability)
@@ -83,6 +121,8 @@ class CudaClient:
             what="create an event",
             error=BackendUnavailableError,
         )
+        self._memory = DeviceMemory(driver, handle, device, self._stream)
+        """Where the client's buffers live: a stream-ordered pool where the device has one."""
         self._ordinals: dict[int, int] = {}
         """The device of each address another library's array was seen at."""
         self.compiler = CudaCompiler(self.arch, self.limits)
@@ -296,8 +336,7 @@ class CudaClient:
             self._ordinals[ptr] = ordinal
         if ordinal != self.device:
             raise LaunchError(
-                f"{where} lives on CUDA device {ordinal}, not on this "
-                f"client's device {self.device}"
+                f"{where} lives on CUDA device {ordinal}, not on this client's device {self.device}"
             )
         if stream in (None, LEGACY_DEFAULT_STREAM, self.stream_handle):
             return
@@ -311,16 +350,13 @@ class CudaClient:
             raise LaunchError(
                 f"a buffer of shape {shape} has {n} elements; at most {U32_MAX} fit a u32 length"
             )
-        driver = self._driver
         if n == 0:
             return CudaBuffer(self, 0, 0, scalar, None, shape)
         self._make_current()
-        ptr = call(
-            driver.cuMemAlloc,
-            n * scalar.itemsize,
-            what=f"allocate {n} x {scalar.name} on the device",
+        ptr = self._memory.allocate(
+            n * scalar.itemsize, f"allocate {n} x {scalar.name} on the device"
         )
-        return CudaBuffer(self, int(ptr), n, scalar, self._free, shape)
+        return CudaBuffer(self, ptr, n, scalar, self._free, shape)
 
     def _make_current(self) -> None:
         """Makes the client's context current on the calling thread, which any thread may be."""
@@ -328,4 +364,4 @@ class CudaClient:
 
     def _free(self, ptr: int) -> None:
         self._driver.cuCtxSetCurrent(self._context)
-        self._driver.cuMemFree(ptr)
+        self._memory.free(ptr)

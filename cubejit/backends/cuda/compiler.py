@@ -18,14 +18,11 @@ from cubejit.backends.cuda import nvrtc
 from cubejit.backends.cuda.artifact import ENTRY_POINT, CudaArtifact, ParamSlot, param_slots
 from cubejit.backends.cuda.capabilities import cuda_capabilities
 from cubejit.backends.cuda.coarsening import FACTOR, NO_ALIAS, coarsen
-from cubejit.backends.cuda.cooperation import dynamic_shared_bytes
-from cubejit.backends.cuda.dialect import cuda_source, needs_half_headers
 from cubejit.backends.cuda.driver import ARCHITECTURAL_LIMITS, CudaLimits
 from cubejit.compile.id import ArtifactId
 from cubejit.errors import BackendUnavailableError, UnsupportedError
 from cubejit.ir.bounds import checked
 from cubejit.ir.types import TensorType
-from cubejit.ir.validate import validate_for
 from cubejit.runtime.checking import split_variant
 from cubejit.runtime.layout import contiguity
 
@@ -96,7 +93,15 @@ class CudaCompiler:
         :data:`~cubejit.backends.cuda.coarsening.NO_ALIAS` for the coarsened no-alias form; for a
         kernel with tensors, that and the contiguity mask of its tensors, ``(None | NO_ALIAS,
         mask)``, see :func:`~cubejit.runtime.layout.contiguity`; a checked variant of any,
-        :mod:`cubejit.runtime.checking`), telling ``recording`` both."""
+        :mod:`cubejit.runtime.checking`), telling ``recording`` both.
+
+        The validator and the C++ printer are imported here, at the first lowering, unless a
+        client imported them while it waited for its device: a process the store serves
+        entirely need not load them."""
+        from cubejit.backends.cuda.cooperation import dynamic_shared_bytes
+        from cubejit.backends.cuda.dialect import cuda_source, needs_half_headers
+        from cubejit.ir.validate import validate_for
+
         where = f"{kernel.file}:{kernel.line}"
         has_tensors = any(isinstance(p.type, TensorType) for p in kernel.params)
         is_checked, variant = split_variant(id.variant)

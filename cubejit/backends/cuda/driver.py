@@ -118,7 +118,7 @@ def open_device(ordinal: int) -> tuple[Any, Any, CudaLimits]:
             f"no CUDA device {ordinal}: this machine has {count} (0 to {count - 1})"
         )
     if opened is not None:
-        device, context = opened
+        device, context = driver.CUdevice(opened[0]), driver.CUcontext(opened[1])
     else:
         device = call(
             driver.cuDeviceGet, ordinal, what="open the device", error=BackendUnavailableError

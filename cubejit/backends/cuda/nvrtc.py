@@ -144,6 +144,18 @@ def half_include_dir() -> Path | None:
     return folder if all((folder / h).is_file() for h in _HALF_HEADERS) else None
 
 
+MINIMAL_SINCE = (12, 4)
+"""The first NVRTC with ``-minimal``."""
+
+
+@functools.cache
+def _lean_options() -> tuple[bytes, ...]:
+    """``-minimal`` where the NVRTC loaded has it: it leaves out of every translation unit what
+    cubejit's kernels never use (textures and surfaces, the device runtime and its types,
+    launches from device code), which cuts NVRTC's time on a small kernel by a sixth or so."""
+    return (b"-minimal",) if loaded_version() >= MINIMAL_SINCE else ()
+
+
 def compile_to_cubin(
     source: str,
     arch: str,
@@ -175,7 +187,7 @@ def compile_to_cubin_and_ptx(
         nvrtc.nvrtcCreateProgram(source.encode(), b"kernel.cu", 0, [], []), "program creation"
     )
     try:
-        options = [f"-arch={arch}".encode(), b"-std=c++17"]
+        options = [f"-arch={arch}".encode(), b"-std=c++17", *_lean_options()]
         options += [f"-I{folder}".encode() for folder in include_dirs]
         (status,) = nvrtc.nvrtcCompileProgram(program, len(options), options)
         if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:

@@ -71,6 +71,15 @@ def rows(x: cj.Tensor[cj.Line[cj.f32]], out: cj.Tensor[cj.Line[cj.f32]], dims: c
         out[r, c] = x[r, c] * cj.f32(r + 1)
 
 
+@cj.kernel
+def neighbours(x: cj.Array[cj.Line[cj.f32]], out: cj.Array[cj.Line[cj.f32]]):
+    i = cj.ABSOLUTE_POS * 2
+    v = x[i]
+    i = i + 1
+    w = x[i]
+    out[cj.ABSOLUTE_POS] = v - w
+
+
 def _ptx(kernel: Any, **line_sizes: int) -> str:
     """The PTX NVRTC makes of ``kernel`` with these line sizes (for sm_90)."""
     source = cuda_source(kernel.specialize(256, line_sizes=line_sizes).define())
@@ -96,6 +105,22 @@ def test_a_lined_f32_saxpy_moves_each_line_in_one_16_byte_load_and_store() -> No
     assert ptx.count("ld.global.v4.f32") == 2
     assert ptx.count("st.global.v4.f32") == 1
     assert "ld.global.f32" not in ptx
+
+
+def test_a_line_read_again_after_its_index_is_reassigned_is_read_from_the_new_index() -> None:
+    source = cuda_source(neighbours.specialize(256, line_sizes=dict(x=4, out=4)).define())
+    reads = re.findall(r"^ *v_w_lane(\d) = (.*);$", source, re.MULTILINE)
+    assert [lane for lane, _ in reads] == ["0", "1", "2", "3"]
+    assert all("p_x[" in value and "cj_line" not in value for _, value in reads)
+
+
+@pytest.mark.gpu
+def test_a_line_read_again_after_its_index_is_reassigned_matches_numpy(gpu: Any) -> None:
+    x = np.random.default_rng(7).random(4096, dtype=np.float32)
+    out = gpu.empty(2048, cj.f32)
+    neighbours.launch(gpu, 2, 256, gpu.to_device(x), out)
+    lines = x.reshape(-1, 2, 4)
+    np.testing.assert_array_equal(gpu.read(out), (lines[:, 0] - lines[:, 1]).ravel())
 
 
 @pytest.mark.cuda_packages

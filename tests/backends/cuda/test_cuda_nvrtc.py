@@ -104,6 +104,19 @@ def test_a_source_nvrtc_refuses_raises_with_its_log_and_the_source() -> None:
 
 
 @pytest.mark.cuda_packages
+def test_nvrtc_compiles_without_the_device_runtime_kernels_never_use() -> None:
+    source = (
+        'extern "C" __global__ void cubejit_kernel(int* out) {\n'
+        "    cudaError_t status = cudaSuccess;\n"
+        "    *out = (int)status;\n"
+        "}\n"
+    )
+    with pytest.raises(CompilationError) as caught:
+        compile_to_cubin(source, "sm_90a", kernel="runtime_user")
+    assert "cudaError_t" in caught.value.log
+
+
+@pytest.mark.cuda_packages
 def test_each_finalize_counts_and_tells_the_hook() -> None:
     seen: list[str] = []
     compiler = CudaCompiler("sm_90a", on_compile=seen.append)

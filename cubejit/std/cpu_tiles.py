@@ -1,0 +1,80 @@
+# Kernels here compute on element types chosen when each is made, which mypy cannot follow.
+# mypy: disable-error-code="valid-type, operator, type-arg"
+"""The CPU's form of ``matmul``: one unit per cube computing an ``RM x BN`` tile of the result.
+
+On the CPU a cube is a thread: tiles copied through shared memory by a cube of units that meet
+at barriers cost more than they save, since the core's caches already hold what a tile reuses.
+Here a cube's one unit keeps its tile's accumulators in a local array and, stepping along the
+inner dimension, adds each of its ``RM`` elements of ``a`` times a row segment of ``b`` to one
+row of them: a loop over ``BN`` adjacent elements, which the C compiler vectorises. ``b`` and
+the result are seen as ``(rows, N / BN, BN)``, so a segment's position is its own coordinate
+and the compiler sees its elements as adjacent. ``BN`` is the widest power of two up to
+:data:`BN` that divides ``N``; rows past ``M`` in the last cubes are skipped.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import cubejit as cj
+from cubejit.ir.types import Scalar
+from cubejit.lang import Kernel
+from cubejit.std.views import Operand, accumulator
+
+RM = 8
+"""Rows of the result each cube computes."""
+BN = 64
+"""The most columns of the result each cube computes."""
+
+
+@functools.cache
+def matmul_kernel(T: Scalar) -> Kernel:
+    A = accumulator(T)
+
+    @cj.kernel
+    def matmul_tile_walk(
+        a: cj.Tensor[T, 2],  # type: ignore[valid-type]
+        b: cj.Tensor[T, 3],  # type: ignore[valid-type]
+        out: cj.Tensor[T, 3],  # type: ignore[valid-type]
+        RM: cj.Comptime[int],
+        BN: cj.Comptime[int],
+    ):
+        acc = cj.LocalArray[A](RM * BN)
+        m = a.shape(0)
+        m0 = cj.CUBE_POS_Y * RM
+        c = cj.CUBE_POS_X
+        for t in range(RM * BN):
+            acc[t] = A(0)
+        for p in range(a.shape(1)):
+            for r in cj.unroll(range(RM)):
+                if m0 + r < m:
+                    av = A(T(a[m0 + r, p]))
+                    for j in range(BN):
+                        acc[r * BN + j] += av * A(b[p, c, j])
+        for r in cj.unroll(range(RM)):
+            if m0 + r < m:
+                for j in range(BN):
+                    out[m0 + r, c, j] = T(acc[r * BN + j])
+
+    return matmul_tile_walk
+
+
+def matmul(client: Any, left: Operand, right: Operand, dst: Operand) -> None:
+    """``dst = left @ right`` (``M x K`` by ``K x N``, any strides) on the CPU."""
+    m, k = left.shape
+    n = right.shape[1]
+    bn = BN
+    while n % bn:
+        bn //= 2
+    (rb0, rb1), (ro0, ro1) = right.strides, dst.strides
+    matmul_kernel(left.scalar).launch(
+        client,
+        (n // bn, -(-m // RM)),
+        1,
+        left.view(left.shape, left.strides),
+        right.view((k, n // bn, bn), (rb0, bn * rb1, rb1)),
+        dst.view((m, n // bn, bn), (ro0, bn * ro1, ro1)),
+        RM=RM,
+        BN=bn,
+    )

@@ -27,7 +27,7 @@ FLOATS = ("f16", "bf16", "f32", "f64")
 """The element types the standard kernels compute on."""
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Operand:
     """An array argument of a standard kernel, as a strided layout over its memory."""
 
@@ -135,15 +135,23 @@ def _device_operand(x: Any, client: Client | None, name: str) -> Operand:
             raise LaunchError(f"{name}: cubejit has no element type for {dtype}") from None
         scalar = found
         _TYPES[typestr] = dtype, scalar
-    shape = tuple(int(e) for e in interface["shape"])
+    shape = interface["shape"]
+    if type(shape) is not tuple:
+        shape = tuple(int(e) for e in shape)
     raw = interface.get("strides")
-    item = dtype.itemsize
-    strides = _c_strides(shape) if raw is None else tuple(int(s) // item for s in raw)
-    if raw is not None and any(s < 0 or s % item for s in raw):
-        raise LaunchError(f"{name}: cubejit takes no negative or partial-element strides")
+    if raw is None:
+        strides = _c_strides(shape)
+    else:
+        item = dtype.itemsize
+        steps = []
+        for step in raw:
+            if step < 0 or step % item:
+                raise LaunchError(f"{name}: cubejit takes no negative or partial-element strides")
+            steps.append(int(step) // item)
+        strides = tuple(steps)
     ptr, readonly = interface["data"]
     ptr = int(ptr or 0)
-    if all(shape):
+    if ptr and all(shape):
         adopt = getattr(client, "adopt_address", None)
         if adopt is not None:
             adopt(ptr, interface.get("stream"), f"cubejit.std: {name}")

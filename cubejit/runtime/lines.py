@@ -12,7 +12,7 @@ the address's alignment, so that every line is one aligned load. A size forced w
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -40,8 +40,7 @@ def lined(arg: Any, n: int) -> Lined:
     return Lined(arg, int(n))
 
 
-@dataclass(frozen=True, slots=True)
-class Layout:
+class Layout(NamedTuple):
     """What a line size depends on: the address, the extents and the strides (bytes)."""
 
     address: int
@@ -76,9 +75,27 @@ def layout_of(arg: Any) -> Layout | None:
 
 
 def fits(layout: Layout, elem: Scalar, lanes: int, tensor: bool) -> bool:
-    """Whether lines of ``lanes`` elements tile ``layout``: each one aligned and whole."""
+    """Whether lines of ``lanes`` elements tile ``layout``: each one aligned and whole. Known
+    after the first time for each layout, up to the address's alignment (a launch asks for
+    every lined argument)."""
     if lanes == 1:
         return True
+    key = (layout.address % MAX_LINE_BYTES, layout.shape, layout.strides, elem.itemsize, lanes)
+    known = _FITS.get((key, tensor))
+    if known is None:
+        if len(_FITS) >= FITS_KEPT:
+            _FITS.clear()
+        known = _FITS[(key, tensor)] = _fits(layout, elem, lanes, tensor)
+    return known
+
+
+FITS_KEPT = 4096
+"""The layouts whose fit :func:`fits` remembers."""
+
+_FITS: dict[tuple[tuple[int, tuple[int, ...], tuple[int, ...] | None, int, int], bool], bool] = {}
+
+
+def _fits(layout: Layout, elem: Scalar, lanes: int, tensor: bool) -> bool:
     width = lanes * elem.itemsize
     if width > MAX_LINE_BYTES or layout.address % width:
         return False

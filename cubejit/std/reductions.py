@@ -218,12 +218,12 @@ def reduce_all(x: Operand, out: Operand, op: int, init: float, scale: float) -> 
     else:
         cubes = math.ceil(b / run)
         partial = operand(new_array(client, (cubes,), acc), client)
-    xv = x.view((1, 1, b), (0, 0, xb))
-    unroll = client.backend == "cuda"
-    runs_kernel(x.scalar).launch(
-        client, cubes, dim, xv, partial.owner, init, OP=op, R=per_unit, UNROLL=unroll
-    )
-    xv = partial.view((1, 1, cubes), (0, 0, 1))
+        xv = x.view((1, 1, b), (0, 0, xb))
+        unroll = client.backend == "cuda"
+        runs_kernel(x.scalar).launch(
+            client, cubes, dim, xv, partial.owner, init, OP=op, R=per_unit, UNROLL=unroll
+        )
+        xv = partial.view((1, 1, cubes), (0, 0, 1))
     rows_kernel(acc if b > run else x.scalar, out.scalar).launch(
         client, 1, dim, xv, out.view((1, 1, 1), (0, 0, 0)), init, scale, OP=op
     )

@@ -123,7 +123,7 @@ def test_sums_from_several_threads_on_one_client_each_get_their_own_total(
     placed = [device.put(x) for x in arrays]
 
     def total(k: int) -> list[float]:
-        return [float(device.get(cs.sum(placed[k]))) for _ in range(5)]
+        return [np.asarray(device.get(cs.sum(placed[k]))).item() for _ in range(5)]
 
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         results = list(pool.map(total, range(4)))

@@ -271,33 +271,45 @@ class Kernel:
         self, client: Any, cube_count: Any, cube_dim: Any, *args: Any, **comptime: Any
     ) -> Any:
         """Runs ``cube_count`` cubes of ``cube_dim`` units with ``args`` (comptime values by
-        keyword) on ``client``, through ``client.launch(spec, cube_count, args)``."""
-        if self.free_lines:
-            args, lines = self.line_sizes(args)
-            ranks = tuple(_rank_of(args[i]) if i < len(args) else 1 for i, _ in self.free_ranks)
-            key = (cube_dim, ranks, lines, *comptime.items())
-            try:
-                spec = self._specs[key]
-            except (KeyError, TypeError):
-                named = {name: r for (_, name), r in zip(self.free_ranks, ranks, strict=True)}
-                sizes = {p.name: n for (_, p), n in zip(self.free_lines, lines, strict=True)}
-                given = {**comptime, **named, LINE_SIZES_KEYWORD: sizes}
-                spec = self._specialize_key(cube_dim, given, key)
-            return client.launch(spec, cube_count, args)
-        if self.free_ranks:
-            ranks = tuple(_rank_of(args[i]) if i < len(args) else 1 for i, _ in self.free_ranks)
-            key = (cube_dim, ranks, *comptime.items())
-            try:
-                spec = self._specs[key]
-            except (KeyError, TypeError):
-                named = {name: r for (_, name), r in zip(self.free_ranks, ranks, strict=True)}
-                spec = self._specialize_key(cube_dim, {**comptime, **named}, key)
+        keyword) on ``client``, through ``client.launch(spec, cube_count, args)``; a kernel
+        whose launches choose no rank or line size runs no other Python on the way."""
+        if self.free_lines or self.free_ranks:
+            spec, args = self.resolve(cube_dim, args, comptime)
             return client.launch(spec, cube_count, args)
         try:
             spec = self._specs[(cube_dim, *comptime.items()) if comptime else cube_dim]
         except (KeyError, TypeError):
             spec = self._specialize_key(cube_dim, comptime)
         return client.launch(spec, cube_count, args)
+
+    def resolve(
+        self, cube_dim: Any, args: tuple[Any, ...], comptime: dict[str, Any]
+    ) -> tuple[KernelSpec, tuple[Any, ...]]:
+        """The spec a launch with ``args`` runs and the arguments it passes (each ``cj.lined``
+        unwrapped): what :meth:`launch` hands the client."""
+        if self.free_lines:
+            args, lines = self.line_sizes(args)
+            ranks = tuple(_rank_of(args[i]) if i < len(args) else 1 for i, _ in self.free_ranks)
+            key = (cube_dim, ranks, lines, *comptime.items())
+            try:
+                return self._specs[key], args
+            except (KeyError, TypeError):
+                named = {name: r for (_, name), r in zip(self.free_ranks, ranks, strict=True)}
+                sizes = {p.name: n for (_, p), n in zip(self.free_lines, lines, strict=True)}
+                given = {**comptime, **named, LINE_SIZES_KEYWORD: sizes}
+                return self._specialize_key(cube_dim, given, key), args
+        if self.free_ranks:
+            ranks = tuple(_rank_of(args[i]) if i < len(args) else 1 for i, _ in self.free_ranks)
+            key = (cube_dim, ranks, *comptime.items())
+            try:
+                return self._specs[key], args
+            except (KeyError, TypeError):
+                named = {name: r for (_, name), r in zip(self.free_ranks, ranks, strict=True)}
+                return self._specialize_key(cube_dim, {**comptime, **named}, key), args
+        try:
+            return self._specs[(cube_dim, *comptime.items()) if comptime else cube_dim], args
+        except (KeyError, TypeError):
+            return self._specialize_key(cube_dim, comptime), args
 
     def line_sizes(self, args: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[int, ...]]:
         """``args`` with each ``cj.lined`` unwrapped, and the line size of each ``cj.Line[T]``

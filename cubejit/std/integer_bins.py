@@ -45,7 +45,7 @@ class IntegerBins:
     cubes: int
 
 
-CONFIG = IntegerBins(units=256, lines=4, copies=4, cubes=1056)
+CONFIG = IntegerBins(units=256, lines=4, copies=1, cubes=1056)
 """The configuration ``histogram`` uses on CUDA (1056 cubes: 8 per SM of an H200)."""
 
 

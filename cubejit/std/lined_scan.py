@@ -45,7 +45,7 @@ class LinedScan:
     single_pass: bool = False
 
 
-CONFIG = LinedScan(units=256, lines=4, rounds=4)
+CONFIG = LinedScan(units=256, lines=1, rounds=16)
 """The configuration ``scan`` uses on CUDA."""
 
 

@@ -26,6 +26,7 @@ from cubejit.ir.types import MAX_LINE_BYTES, Scalar
 from cubejit.lang import Kernel
 from cubejit.std import cpu_runs
 from cubejit.std.cube import MAX, MIN, OPERATIONS, SUM, combine, cube_reduce
+from cubejit.std.replay import launch, replayed
 from cubejit.std.views import (
     Operand,
     accumulator,
@@ -185,7 +186,7 @@ def reduce_rows(x: Operand, axis: int, out: Operand, op: int, init: float, scale
     xv = x.view((a, b, n), (xa, xb, x.strides[axis]))
     ov = out.view((a, b, 1), (oa, ob, 0))
     kernel = rows_kernel(x.scalar, out.scalar)
-    kernel.launch(x.client, rows, _row_dim(n), xv, ov, init, scale, OP=op)
+    launch(kernel, x.client, rows, _row_dim(n), xv, ov, init, scale, OP=op)
 
 
 def reduce_all(x: Operand, out: Operand, op: int, init: float, scale: float) -> None:
@@ -220,12 +221,29 @@ def reduce_all(x: Operand, out: Operand, op: int, init: float, scale: float) -> 
         partial = operand(new_array(client, (cubes,), acc), client)
         xv = x.view((1, 1, b), (0, 0, xb))
         unroll = client.backend == "cuda"
-        runs_kernel(x.scalar).launch(
-            client, cubes, dim, xv, partial.owner, init, OP=op, R=per_unit, UNROLL=unroll
+        launch(
+            runs_kernel(x.scalar),
+            client,
+            cubes,
+            dim,
+            xv,
+            partial.owner,
+            init,
+            OP=op,
+            R=per_unit,
+            UNROLL=unroll,
         )
         xv = partial.view((1, 1, cubes), (0, 0, 1))
-    rows_kernel(acc if b > run else x.scalar, out.scalar).launch(
-        client, 1, dim, xv, out.view((1, 1, 1), (0, 0, 0)), init, scale, OP=op
+    launch(
+        rows_kernel(acc if b > run else x.scalar, out.scalar),
+        client,
+        1,
+        dim,
+        xv,
+        out.view((1, 1, 1), (0, 0, 0)),
+        init,
+        scale,
+        OP=op,
     )
 
 
@@ -242,7 +260,8 @@ def reduce_lines(
     body = n - n % width
     cubes = builtins.max(1, builtins.min(cubes, body // (dim * width)))
     partial = operand(new_array(client, (cubes,), acc), client)
-    lines_kernel(x.scalar).launch(
+    launch(
+        lines_kernel(x.scalar),
         client,
         cubes,
         dim,
@@ -253,7 +272,8 @@ def reduce_lines(
         OP=op,
         K=per_round,
     )
-    rows_kernel(acc, out.scalar).launch(
+    launch(
+        rows_kernel(acc, out.scalar),
         client,
         1,
         _row_dim(cubes),
@@ -288,6 +308,7 @@ def _reduce(what: str, x: Any, axis: int | None, out: Any, client: Any, mean: bo
     return result
 
 
+@replayed
 def sum(x: Any, axis: int | None = None, *, out: Any = None, client: Any = None) -> Any:
     """The sum of ``x``'s elements along ``axis`` (all of them when ``None``), accumulated in
     ``f32`` (``f64`` for ``f64`` arrays), as a new array of the client's, or into ``out``.
@@ -300,6 +321,7 @@ def sum(x: Any, axis: int | None = None, *, out: Any = None, client: Any = None)
     return _reduce("sum", x, axis, out, client)
 
 
+@replayed
 def max(x: Any, axis: int | None = None, *, out: Any = None, client: Any = None) -> Any:
     """The largest of ``x``'s elements along ``axis`` (all when ``None``); NaN elements lose to
     any number, so the result is NaN only where every element is (numpy's ``fmax.reduce``).
@@ -311,6 +333,7 @@ def max(x: Any, axis: int | None = None, *, out: Any = None, client: Any = None)
     return _reduce("max", x, axis, out, client)
 
 
+@replayed
 def min(x: Any, axis: int | None = None, *, out: Any = None, client: Any = None) -> Any:
     """The smallest of ``x``'s elements along ``axis`` (all when ``None``); NaN elements lose
     to any number, as in :func:`max`.
@@ -322,6 +345,7 @@ def min(x: Any, axis: int | None = None, *, out: Any = None, client: Any = None)
     return _reduce("min", x, axis, out, client)
 
 
+@replayed
 def mean(x: Any, axis: int | None = None, *, out: Any = None, client: Any = None) -> Any:
     """The mean of ``x``'s elements along ``axis`` (all when ``None``): their sum, accumulated
     as :func:`sum` does, times one over their count.

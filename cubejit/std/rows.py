@@ -35,6 +35,7 @@ from cubejit.std.lined_rows import (
     shape_of_lines,
     softmax_lines_kernel,
 )
+from cubejit.std.replay import launch, replayed
 from cubejit.std.views import (
     Operand,
     accumulator,
@@ -226,6 +227,7 @@ def _rows(x: Operand, out: Operand, axis: int, what: str) -> tuple[int, Any, Any
     )
 
 
+@replayed
 def softmax(x: Any, axis: int = -1, *, out: Any = None, client: Any = None) -> Any:
     """``exp(x - max) / sum(exp(x - max))`` along ``axis``, computed in ``f32`` (``f64`` for
     ``f64``), as a new array or into ``out``. A row holding ``-inf`` gives 0 there; a row of
@@ -247,20 +249,36 @@ def softmax(x: Any, axis: int = -1, *, out: Any = None, client: Any = None) -> A
     lined = _lined("softmax", scalar, n, layouts, [src.strides[axis], dst.strides[axis]])
     if lined is not None:
         lanes, dim, per_unit = lined
-        softmax_lines_kernel(scalar, lanes).launch(
-            client, rows, dim, cj.lined(xv, lanes), cj.lined(ov, lanes), -math.inf, K=per_unit
+        launch(
+            softmax_lines_kernel(scalar, lanes),
+            client,
+            rows,
+            dim,
+            cj.lined(xv, lanes),
+            cj.lined(ov, lanes),
+            -math.inf,
+            K=per_unit,
         )
         return result
     if _walks_rows(src, scalar, xv, ov):
         cpu_rows.softmax_rows(rows, xv, ov, scalar, src.client, -math.inf)
         return result
     dim, per_unit, one_pass = _shape_of_rows(n, src.client.backend)
-    softmax_kernel(scalar).launch(
-        src.client, rows, dim, xv, ov, -math.inf, K=per_unit, ONE_PASS=one_pass
+    launch(
+        softmax_kernel(scalar),
+        src.client,
+        rows,
+        dim,
+        xv,
+        ov,
+        -math.inf,
+        K=per_unit,
+        ONE_PASS=one_pass,
     )
     return result
 
 
+@replayed
 def layer_norm(
     x: Any,
     weight: Any = None,
@@ -310,7 +328,8 @@ def layer_norm(
     if lined is not None:
         lanes, dim, per_unit = lined
         w, b = (cj.lined(p, lanes) for p in params)
-        layer_norm_lines_kernel(scalar, lanes).launch(
+        launch(
+            layer_norm_lines_kernel(scalar, lanes),
             client,
             rows,
             dim,
@@ -327,8 +346,18 @@ def layer_norm(
         cpu_rows.layer_norm_rows(rows, xv, params[0], params[1], ov, eps, scalar, src.client)
         return result
     dim, per_unit, one_pass = _shape_of_rows(n, src.client.backend)
-    layer_norm_kernel(scalar).launch(
-        src.client, rows, dim, xv, params[0], params[1], ov, eps, K=per_unit, ONE_PASS=one_pass
+    launch(
+        layer_norm_kernel(scalar),
+        src.client,
+        rows,
+        dim,
+        xv,
+        params[0],
+        params[1],
+        ov,
+        eps,
+        K=per_unit,
+        ONE_PASS=one_pass,
     )
     return result
 

@@ -27,6 +27,7 @@ from cubejit.lang import Kernel
 from cubejit.std import cpu_runs, lined_scan
 from cubejit.std.lined_scan import LinedScan, lined_scan_kernel, lined_totals_kernel
 from cubejit.std.lookback_scan import clear_kernel, lookback_scan_kernel
+from cubejit.std.replay import launch, replayed
 from cubejit.std.views import (
     Operand,
     accumulator,
@@ -149,10 +150,11 @@ def scan(x: Operand, out: Operand, exclusive: bool, flat: bool) -> None:
     offsets = new_array(client, (rows * blocks if blocks > 1 or flat else 1,), acc)
     if blocks > 1 or (flat and rows > 1):
         totals = new_array(client, (rows * blocks,), acc)
-        totals_kernel(x.scalar).launch(client, rows * blocks, dim, xv, totals, blocks, K=per_block)
+        launch(totals_kernel(x.scalar), client, rows * blocks, dim, xv, totals, blocks, K=per_block)
         layout = (1, 1, rows * blocks) if flat else (a, b, blocks)
         scan(_packed(totals, client, layout), _packed(offsets, client, layout), True, False)
-    scan_kernel(x.scalar, out.scalar).launch(
+    launch(
+        scan_kernel(x.scalar, out.scalar),
         client,
         rows * blocks,
         dim,
@@ -178,8 +180,9 @@ def _scan_lined(x: Operand, out: Operand, exclusive: bool, flat: bool, form: Lin
     if form.single_pass and acc == f32:
         tiles = rows * -(-n // (lanes * form.units * form.lines))
         state = new_array(client, (tiles + 1,), u64)
-        clear_kernel().launch(client, -(-(tiles + 1) // 256), 256, state)
-        lookback_scan_kernel(x.scalar, out.scalar).launch(
+        launch(clear_kernel(), client, -(-(tiles + 1) // 256), 256, state)
+        launch(
+            lookback_scan_kernel(x.scalar, out.scalar),
             client,
             tiles,
             form.units,
@@ -201,7 +204,8 @@ def _scan_lined(x: Operand, out: Operand, exclusive: bool, flat: bool, form: Lin
         offsets = new_array(client, (1,), acc)
     if chained:
         totals = new_array(client, (rows * blocks,), acc)
-        lined_totals_kernel(x.scalar).launch(
+        launch(
+            lined_totals_kernel(x.scalar),
             client,
             rows * blocks,
             form.units,
@@ -212,7 +216,8 @@ def _scan_lined(x: Operand, out: Operand, exclusive: bool, flat: bool, form: Lin
         )
         layout = (1, 1, rows * blocks) if flat else (a, b, blocks)
         scan(_packed(totals, client, layout), _packed(offsets, client, layout), True, False)
-    lined_scan_kernel(x.scalar, out.scalar).launch(
+    launch(
+        lined_scan_kernel(x.scalar, out.scalar),
         client,
         rows * blocks,
         form.units,
@@ -276,6 +281,7 @@ def _cumsum(what: str, x: Any, axis: int | None, out: Any, client: Any, exclusiv
     return result
 
 
+@replayed
 def cumsum(x: Any, axis: int | None = None, *, out: Any = None, client: Any = None) -> Any:
     """The running sums of ``x`` along ``axis`` (over all elements in row-major order, as a
     one-dimensional result, when ``None``), accumulated in ``f32`` (``f64`` for ``f64``), as a
@@ -288,6 +294,7 @@ def cumsum(x: Any, axis: int | None = None, *, out: Any = None, client: Any = No
     return _cumsum("cumsum", x, axis, out, client, exclusive=False)
 
 
+@replayed
 def exclusive_cumsum(
     x: Any, axis: int | None = None, *, out: Any = None, client: Any = None
 ) -> Any:

@@ -22,6 +22,7 @@ import cubejit as cj
 from cubejit.errors import LaunchError
 from cubejit.ir.types import Scalar, f32, f64, from_dtype
 from cubejit.runtime.protocol import Client
+from cubejit.std.replay import made_empty
 
 FLOATS = ("f16", "bf16", "f32", "f64")
 """The element types the standard kernels compute on."""
@@ -241,7 +242,7 @@ def new_array(client: Client, shape: tuple[int, ...], scalar: Scalar) -> Any:
     buffer = client.empty(shape if shape else (1,), scalar)
     if client.backend == "cpu":
         return buffer.array.reshape(shape)
-    return buffer
+    return made_empty(buffer)
 
 
 def output(

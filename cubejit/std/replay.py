@@ -1,0 +1,269 @@
+"""Calls of the standard kernels on CUDA, replayed from what the first such call launched.
+
+A standard function's host work (reading its operands, folding their dimensions, choosing a
+form, line sizes and a spec, making views) depends only on the operands' layouts and the other
+arguments, never on the data, and on CUDA it cost several times a short kernel's run. So the
+first call with a given signature runs as written while its launches are recorded: each spec,
+cube count and argument, every argument said in terms of the call's own arrays (the same
+memory at an offset, under a shape and strides), of the empty buffers the call made
+(:func:`made_empty`) or of constants. A later call with the same signature reads its arrays'
+addresses, orders the client after their producers' streams as the first call did, makes new
+empty buffers and launches the same specs on views of them. A call that launches anything the
+record cannot say again (a buffer it filled, another library's array it made) is never
+replayed: its signature runs as written every time.
+
+The signature of an array argument is its element type, shape, strides, alignment to 16 bytes,
+writeability and client; of any other argument its type and value. Host arrays (the CPU
+backend) always run as written.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import cubejit as cj
+from cubejit.lang import Kernel
+from cubejit.lang.kernel import KernelSpec
+
+PLANS_KEPT = 1024
+"""Signatures whose launches each standard function remembers."""
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True, slots=True)
+class Arg:
+    """A call's array argument ``index`` (its address ``offset`` bytes on) under ``shape`` and
+    ``strides``, or as it is when ``shape`` is ``None``."""
+
+    index: int
+    offset: int = 0
+    scalar: Any = None
+    shape: tuple[int, ...] | None = None
+    strides: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Made:
+    """An empty buffer the call made (``index`` in the order made), as :class:`Arg` says."""
+
+    index: int
+    offset: int = 0
+    scalar: Any = None
+    shape: tuple[int, ...] | None = None
+    strides: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What one signature's calls launch, and what they return."""
+
+    made: tuple[tuple[tuple[int, ...], Any], ...]
+    """Shape and element type of each empty buffer, in the order made."""
+    launches: tuple[tuple[KernelSpec, Any, tuple[Any, ...]], ...]
+    result: Arg | Made | None
+
+
+@dataclass
+class _Recording:
+    arrays: list[tuple[Any, int]]
+    """Each array argument and its address."""
+    made: list[Any] = field(default_factory=list)
+    launches: list[tuple[KernelSpec, Any, tuple[Any, ...]]] = field(default_factory=list)
+    sayable: bool = True
+
+    def say(self, value: Any) -> Any:
+        """``value`` as a plan argument, or a constant; unsayable ones spoil the record."""
+        from cubejit.backends.cuda.buffer import CudaBuffer, CudaView
+
+        if isinstance(value, CudaView):
+            place = self._place(value.owner)
+            if place is None:
+                self.sayable = False
+                return None
+            kind, index, base = place
+            return kind(index, value.ptr - base, value.scalar, value.shape, value.strides)
+        if isinstance(value, CudaBuffer) or hasattr(value, "__cuda_array_interface__"):
+            place = self._place(value)
+            if place is None:
+                self.sayable = False
+                return None
+            return place[0](place[1])
+        return value
+
+    def _place(self, owner: Any) -> tuple[type[Arg] | type[Made], int, int] | None:
+        for index, (array, address) in enumerate(self.arrays):
+            if owner is array:
+                return Arg, index, address
+        for index, buffer in enumerate(self.made):
+            if owner is buffer:
+                return Made, index, buffer.ptr
+        return None
+
+
+_recording = threading.local()
+
+
+def launch(
+    kernel: Kernel, client: Any, cube_count: Any, cube_dim: Any, *args: Any, **comptime: Any
+) -> None:
+    """``kernel.launch(client, cube_count, cube_dim, *args, **comptime)``, recorded when a
+    replayable call is being recorded on this thread."""
+    spec, plain = kernel.resolve(cube_dim, args, comptime)
+    recording: _Recording | None = getattr(_recording, "now", None)
+    if recording is not None and client.backend == "cuda":
+        recording.launches.append((spec, cube_count, tuple(recording.say(a) for a in plain)))
+    client.launch(spec, cube_count, plain)
+
+
+def made_empty(buffer: Any) -> Any:
+    """Tells a recording that ``buffer`` was made empty by the call (a replay makes another)."""
+    recording: _Recording | None = getattr(_recording, "now", None)
+    if recording is not None:
+        recording.made.append(buffer)
+    return buffer
+
+
+def replayed(fn: F) -> F:
+    """``fn``, a standard function, replayed on CUDA from its first call of each signature."""
+    plans: dict[tuple[Any, ...], Plan | None] = {}
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if getattr(_recording, "now", None) is not None:
+            return fn(*args, **kwargs)
+        seen = _signature(args, kwargs)
+        if seen is None:
+            return fn(*args, **kwargs)
+        key, arrays, client = seen
+        plan = plans.get(key, _UNKNOWN)
+        if plan is _UNKNOWN:
+            return _record(fn, args, kwargs, key, arrays, plans)
+        if plan is None:
+            return fn(*args, **kwargs)
+        return _replay(plan, arrays, client)
+
+    return call  # type: ignore[return-value]
+
+
+_UNKNOWN: Any = object()
+
+
+def _record(
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    key: tuple[Any, ...],
+    arrays: list[tuple[Any, int, Any]],
+    plans: dict[tuple[Any, ...], Plan | None],
+) -> Any:
+    recording = _Recording([(a, address) for a, address, _ in arrays])
+    _recording.now = recording
+    try:
+        result = fn(*args, **kwargs)
+    finally:
+        _recording.now = None
+    said = recording.say(result) if result is not None else None
+    plan = None
+    if recording.sayable and (result is None or said is not None):
+        made = tuple((b.shape, b.scalar) for b in recording.made)
+        plan = Plan(made, tuple(recording.launches), said)
+    if len(plans) >= PLANS_KEPT:
+        plans.clear()
+    plans[key] = plan
+    return result
+
+
+def _replay(plan: Plan, arrays: list[tuple[Any, int, Any]], client: Any) -> Any:
+    from cubejit.backends.cuda.buffer import CudaView
+
+    for _, address, stream in arrays:
+        if address and stream is not _OWN:
+            client.adopt_address(address, stream, "cubejit.std: an argument")
+    made = [client.empty(shape, scalar) for shape, scalar in plan.made]
+
+    def value(said: Any) -> Any:
+        if type(said) is Arg:
+            array, address, _ = arrays[said.index]
+            if said.shape is None:
+                return array
+            return CudaView(
+                client, said.scalar, address + said.offset, said.shape, said.strides, array
+            )
+        if type(said) is Made:
+            buffer = made[said.index]
+            if said.shape is None:
+                return buffer
+            return CudaView(
+                client, said.scalar, buffer.ptr + said.offset, said.shape, said.strides, buffer
+            )
+        return said
+
+    for spec, cube_count, said_args in plan.launches:
+        client.launch(spec, cube_count, tuple(value(a) for a in said_args))
+    return None if plan.result is None else value(plan.result)
+
+
+_OWN: Any = object()
+"""The stream of a client's own buffer: nothing to order after."""
+
+
+def _signature(
+    args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], list[tuple[Any, int, Any]], Any] | None:
+    """The call's signature, its arrays (each with its address and producer's stream) and its
+    client; ``None`` for a call that runs as written (host arrays, unhashable values)."""
+    from cubejit.backends.cuda.buffer import CudaBuffer
+
+    key: list[Any] = []
+    arrays: list[tuple[Any, int, Any]] = []
+    client = kwargs.get("client")
+    for value in (*args, *(v for _, v in sorted(kwargs.items()) if _ != "client")):
+        if type(value) is CudaBuffer:
+            if client is None:
+                client = value.client
+            elif value.client is not client:
+                return None
+            key.append((value.scalar, value.shape, value.ptr % 16))
+            arrays.append((value, value.ptr, _OWN))
+            continue
+        interface = getattr(value, "__cuda_array_interface__", None)
+        if interface is not None:
+            ptr, readonly = interface["data"]
+            key.append(
+                (
+                    interface["typestr"],
+                    tuple(interface["shape"]),
+                    _hashable(interface.get("strides")),
+                    (ptr or 0) % 16,
+                    not ptr,
+                    readonly,
+                )
+            )
+            arrays.append((value, int(ptr or 0), interface.get("stream")))
+            continue
+        if value is None or type(value) in (int, bool, str):
+            key.append((type(value), value))
+        elif type(value) is float:
+            key.append((float, value.hex()))
+        elif type(value) is tuple and all(type(v) in (int, float) for v in value):
+            key.append((tuple, tuple((type(v), repr(v)) for v in value)))
+        else:
+            return None
+    if not arrays:
+        return None
+    if client is None:
+        client = cj.client("cuda")
+    if getattr(client, "backend", None) != "cuda":
+        return None
+    key.append(client)
+    key.append(tuple(sorted(k for k in kwargs if k != "client")))
+    return tuple(key), arrays, client
+
+
+def _hashable(strides: Any) -> tuple[int, ...] | None:
+    return None if strides is None else tuple(strides)

@@ -1,0 +1,161 @@
+"""Standard calls on CUDA replayed from the first call of their signature: what the replay
+launches (against a client that only keeps its launches, for the replay's own logic), and that
+replayed calls compute what numpy does on the GPU."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import cubejit as cj
+import cubejit.std as cs
+from cubejit.backends.cuda.buffer import CudaBuffer, CudaView
+from cubejit.errors import BackendUnavailableError
+from cubejit.ir.types import Scalar
+from cubejit.std import rows, scan
+
+
+class KeepingClient:
+    """A CUDA client as the replay sees one: it keeps each launch and hands out addresses."""
+
+    backend = "cuda"
+    stream_handle = 7
+
+    def __init__(self) -> None:
+        self.launches: list[tuple[Any, Any, tuple[Any, ...]]] = []
+        self.adopted: list[int] = []
+        self._next = 1 << 24
+
+    def launch(self, spec: Any, cube_count: Any, args: tuple[Any, ...]) -> None:
+        self.launches.append((spec, cube_count, args))
+
+    def adopt_address(self, ptr: int, stream: Any, where: str) -> None:
+        self.adopted.append(ptr)
+
+    def empty(self, shape: tuple[int, ...], scalar: Scalar) -> CudaBuffer:
+        self._next += 1 << 20
+        return CudaBuffer(self, self._next, int(np.prod(shape)), scalar, None, tuple(shape))
+
+    def to_device(self, array: np.ndarray) -> CudaBuffer:
+        from cubejit.ir.types import from_dtype
+
+        scalar = from_dtype(array.dtype)
+        assert scalar is not None
+        return self.empty(array.shape, scalar)
+
+
+class Foreign:
+    """Another library's array: only its ``__cuda_array_interface__``."""
+
+    def __init__(self, shape: tuple[int, ...], ptr: int) -> None:
+        self.__cuda_array_interface__ = {
+            "shape": shape,
+            "typestr": "<f4",
+            "data": (ptr, False),
+            "version": 3,
+            "strides": None,
+            "stream": 1,
+        }
+
+
+def _calls_of(module: Any, name: str, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    seen: list[int] = []
+    original = getattr(module, name)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        seen.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, counted)
+    return seen
+
+
+def test_a_second_call_of_a_signature_launches_the_same_specs_on_its_own_arrays(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    client = KeepingClient()
+    first_x, first_out = 1 << 30, (1 << 30) + (1 << 26)
+    cs.softmax(Foreign((8, 1024), first_x), out=Foreign((8, 1024), first_out), client=client)
+    operands = _calls_of(rows, "operand", monkeypatch)
+    second_x, second_out = 1 << 31, (1 << 31) + (1 << 27)
+    cs.softmax(Foreign((8, 1024), second_x), out=Foreign((8, 1024), second_out), client=client)
+    assert operands == []
+    (spec_a, count_a, args_a), (spec_b, count_b, args_b) = client.launches
+    assert spec_b is spec_a and count_b == count_a
+    assert [type(a) for a in args_b] == [type(a) for a in args_a]
+    assert args_b[0].ptr == second_x and args_b[1].ptr == second_out
+    assert (args_b[0].shape, args_b[0].strides) == (args_a[0].shape, args_a[0].strides)
+    assert client.adopted[-2:] == [second_x, second_out]
+
+
+def test_a_replayed_call_makes_its_own_empty_buffers_and_returns_its_own_result() -> None:
+    client = KeepingClient()
+    results = [cs.sum(Foreign((1 << 20,), 1 << 30), client=client) for _ in range(2)]
+    assert all(isinstance(r, CudaBuffer) for r in results)
+    assert results[0].ptr != results[1].ptr
+    partials = [args[2] for _, _, args in client.launches if isinstance(args[2], CudaBuffer)]
+    assert len(partials) == 2 and partials[0].ptr != partials[1].ptr
+    finals = [args[1] for _, count, args in client.launches if count == 1]
+    assert [f.ptr for f in finals] == [r.ptr for r in results]
+    assert all(isinstance(f, CudaView) for f in finals)
+
+
+def test_a_call_that_fills_a_buffer_of_its_own_is_never_replayed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    client = KeepingClient()
+    x, out = Foreign((8, 1024), 1 << 30), Foreign((8, 1024), 1 << 29)
+    cs.layer_norm(x, None, None, 1e-5, out=out, client=client)
+    operands = _calls_of(rows, "operand", monkeypatch)
+    cs.layer_norm(x, None, None, 1e-5, out=out, client=client)
+    assert operands, "layer_norm's ones and zeros are filled on the host: it runs as written"
+
+
+def test_another_layout_or_value_is_another_signature(monkeypatch: pytest.MonkeyPatch) -> None:
+    client = KeepingClient()
+    cs.cumsum(Foreign((8192,), 1 << 30), out=Foreign((8192,), 1 << 29), client=client)
+    operands = _calls_of(scan, "operand", monkeypatch)
+    cs.cumsum(Foreign((8192,), 1 << 30), out=Foreign((8192,), 1 << 29), client=client)
+    assert operands == []
+    cs.cumsum(Foreign((8190,), 1 << 30), out=Foreign((8190,), 1 << 29), client=client)
+    assert operands
+    operands.clear()
+    cs.cumsum(Foreign((8192,), (1 << 30) + 4), out=Foreign((8192,), 1 << 29), client=client)
+    assert operands, "another alignment may take other line sizes"
+
+
+@pytest.fixture(scope="module")
+def gpu() -> Any:
+    try:
+        return cj.client("cuda")
+    except BackendUnavailableError as e:
+        pytest.skip(f"needs an NVIDIA GPU: {e}")
+
+
+@pytest.mark.gpu
+def test_replayed_calls_on_new_data_compute_what_numpy_does(gpu: Any) -> None:
+    rng = np.random.default_rng(12)
+    for _ in range(3):
+        x = rng.standard_normal((33, 1025)).astype(np.float32)
+        w = rng.random(1025, dtype=np.float32)
+        b = rng.random(1025, dtype=np.float32)
+        flat = rng.random(100003, dtype=np.float32)
+        dx, dw, db, dflat = (gpu.to_device(a) for a in (x, w, b, flat))
+        out = gpu.empty((33, 1025), cj.f32)
+        cs.softmax(dx, out=out)
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        np.testing.assert_allclose(gpu.read(out), e / e.sum(axis=1, keepdims=True), rtol=1e-5)
+        normed = gpu.read(cs.layer_norm(dx, dw, db, 1e-5))
+        mu, var = x.mean(axis=1, keepdims=True), x.var(axis=1, keepdims=True)
+        np.testing.assert_allclose(normed, (x - mu) / np.sqrt(var + 1e-5) * w + b, atol=1e-4)
+        np.testing.assert_allclose(
+            gpu.read(cs.sum(dflat)).item(), flat.astype(np.float64).sum(), rtol=1e-5
+        )
+        np.testing.assert_allclose(
+            gpu.read(cs.mean(dflat)).item(), flat.astype(np.float64).mean(), rtol=1e-5
+        )
+        np.testing.assert_allclose(
+            gpu.read(cs.cumsum(dflat)), np.cumsum(flat.astype(np.float64)), rtol=1e-4, atol=1e-2
+        )

@@ -135,6 +135,7 @@ class CudaView:
     __slots__ = (
         "client",
         "contiguous",
+        "flat",
         "n",
         "ndim",
         "owner",
@@ -182,6 +183,15 @@ class CudaView:
         """The elements from the first to the last the view reaches (the overlap check's)."""
         self.words = (self.ndim, *shape, *strides)
         self.contiguous = 1 if not shape or shape[-1] == 1 or strides[-1] == 1 else 0
+        flat, step = 1, 1
+        for extent, stride in zip(reversed(shape), reversed(strides), strict=True):
+            if extent != 1 and stride != step:
+                flat = -1
+                break
+            flat *= extent
+            step *= extent
+        self.flat = flat
+        """The element count when the view is C-contiguous (an array slot takes it so), else -1."""
         self.owner = owner
         self.writeable = writeable
 

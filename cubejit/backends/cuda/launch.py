@@ -215,10 +215,15 @@ def _first_sight(key: tuple[Any, ...]) -> list[str]:
     for j, (kind, rank, is_bf16, _) in enumerate(slots):
         own = f"type(a{j}) is Buffer and a{j}.client is client and a{j}.scalar is s{j}"
         if kind == "array":
+            view = f"type(a{j}) is View and a{j}.client is client and a{j}.scalar is s{j}"
             lines += [
                 f"    if {own}:",
                 f"        p{j} = a{j}.ptr",
                 f"        n{j} = a{j}.n",
+                f"    elif {view} and a{j}.flat >= 0:",
+                f"        p{j} = a{j}.ptr",
+                f"        n{j} = a{j}.flat",
+                "        own = False",
                 "    else:",
                 f"        p{j}, n{j} = array_arg({j}, a{j})",
                 "        own = False",
@@ -508,7 +513,17 @@ class Launcher:
                         continue
                     own = type(a) is CudaBuffer and a.client is client and a.scalar is scalar
                     if kind is SlotKind.ARRAY:
-                        p, n = (a.ptr, a.n) if own else self._array(j, a)
+                        if own:
+                            p, n = a.ptr, a.n
+                        elif (
+                            type(a) is CudaView
+                            and a.client is client
+                            and a.scalar is scalar
+                            and a.flat >= 0
+                        ):
+                            p, n = a.ptr, a.flat
+                        else:
+                            p, n = self._array(j, a)
                         values += (p, n)
                     else:
                         if own and a.ndim == rank:

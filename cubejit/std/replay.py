@@ -58,14 +58,21 @@ class Made:
     strides: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Plan:
-    """What one signature's calls launch, and what they return."""
+    """What one signature's calls launch, and what they return.
+
+    The empty buffers other than the result are the plan's own after its first replay, reused
+    by every later one: a call's launches all run on the client's one stream, in order, so the
+    next call's launches use them only after this call's are done with them; a lock keeps one
+    call's launches together when several threads replay the plan."""
 
     made: tuple[tuple[tuple[int, ...], Any], ...]
     """Shape and element type of each empty buffer, in the order made."""
     launches: tuple[tuple[KernelSpec, Any, tuple[Any, ...]], ...]
     result: Arg | Made | None
+    scratch: list[Any] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 @dataclass
@@ -179,33 +186,46 @@ def _record(
 
 
 def _replay(plan: Plan, arrays: list[tuple[Any, int, Any]], client: Any) -> Any:
-    from cubejit.backends.cuda.buffer import CudaView
-
     for _, address, stream in arrays:
         if address and stream is not _OWN:
             client.adopt_address(address, stream, "cubejit.std: an argument")
-    made = [client.empty(shape, scalar) for shape, scalar in plan.made]
+    result = plan.result
+    with plan.lock:
+        if not plan.scratch:
+            plan.scratch = [client.empty(shape, scalar) for shape, scalar in plan.made]
+        made = plan.scratch
+        if type(result) is Made:
+            made = list(made)
+            shape, scalar = plan.made[result.index]
+            made[result.index] = client.empty(shape, scalar)
+        _launch_all(plan, arrays, made, client)
+    return None if result is None else _value(result, arrays, made, client)
 
-    def value(said: Any) -> Any:
-        if type(said) is Arg:
-            array, address, _ = arrays[said.index]
-            if said.shape is None:
-                return array
-            return CudaView(
-                client, said.scalar, address + said.offset, said.shape, said.strides, array
-            )
-        if type(said) is Made:
-            buffer = made[said.index]
-            if said.shape is None:
-                return buffer
-            return CudaView(
-                client, said.scalar, buffer.ptr + said.offset, said.shape, said.strides, buffer
-            )
-        return said
 
+def _launch_all(
+    plan: Plan, arrays: list[tuple[Any, int, Any]], made: list[Any], client: Any
+) -> None:
     for spec, cube_count, said_args in plan.launches:
-        client.launch(spec, cube_count, tuple(value(a) for a in said_args))
-    return None if plan.result is None else value(plan.result)
+        client.launch(spec, cube_count, tuple(_value(a, arrays, made, client) for a in said_args))
+
+
+def _value(said: Any, arrays: list[tuple[Any, int, Any]], made: list[Any], client: Any) -> Any:
+    """The argument ``said`` stands for in this call."""
+    from cubejit.backends.cuda.buffer import CudaView
+
+    if type(said) is Arg:
+        array, address, _ = arrays[said.index]
+        if said.shape is None:
+            return array
+        return CudaView(client, said.scalar, address + said.offset, said.shape, said.strides, array)
+    if type(said) is Made:
+        buffer = made[said.index]
+        if said.shape is None:
+            return buffer
+        return CudaView(
+            client, said.scalar, buffer.ptr + said.offset, said.shape, said.strides, buffer
+        )
+    return said
 
 
 _OWN: Any = object()

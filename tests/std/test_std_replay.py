@@ -90,13 +90,15 @@ def test_a_second_call_of_a_signature_launches_the_same_specs_on_its_own_arrays(
     assert client.adopted[-2:] == [second_x, second_out]
 
 
-def test_a_replayed_call_makes_its_own_empty_buffers_and_returns_its_own_result() -> None:
+def test_a_replayed_call_returns_a_new_result_and_keeps_its_scratch_for_the_next() -> None:
     client = KeepingClient()
-    results = [cs.sum(Foreign((1 << 20,), 1 << 30), client=client) for _ in range(2)]
+    results = [cs.sum(Foreign((1 << 20,), 1 << 30), client=client) for _ in range(3)]
     assert all(isinstance(r, CudaBuffer) for r in results)
-    assert results[0].ptr != results[1].ptr
+    assert len({r.ptr for r in results}) == 3
     partials = [args[2] for _, _, args in client.launches if isinstance(args[2], CudaBuffer)]
-    assert len(partials) == 2 and partials[0].ptr != partials[1].ptr
+    assert len(partials) == 3
+    assert partials[0].ptr != partials[1].ptr, "the recorded call's scratch is its own"
+    assert partials[1] is partials[2], "replays share the plan's scratch"
     finals = [args[1] for _, count, args in client.launches if count == 1]
     assert [f.ptr for f in finals] == [r.ptr for r in results]
     assert all(isinstance(f, CudaView) for f in finals)

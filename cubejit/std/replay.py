@@ -37,14 +37,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 @dataclass(frozen=True, slots=True)
 class Arg:
-    """A call's array argument ``index`` (its address ``offset`` bytes on) under ``shape`` and
-    ``strides``, or as it is when ``shape`` is ``None``."""
+    """A call's array argument ``index``: as it is, or ``view`` (a view recorded without its
+    owner) moved to the argument's address ``offset`` bytes on."""
 
     index: int
     offset: int = 0
-    scalar: Any = None
-    shape: tuple[int, ...] | None = None
-    strides: tuple[int, ...] = ()
+    view: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,9 +51,7 @@ class Made:
 
     index: int
     offset: int = 0
-    scalar: Any = None
-    shape: tuple[int, ...] | None = None
-    strides: tuple[int, ...] = ()
+    view: Any = None
 
 
 @dataclass(slots=True)
@@ -93,7 +89,7 @@ class _Recording:
                 self.sayable = False
                 return None
             kind, index, base = place
-            return kind(index, value.ptr - base, value.scalar, value.shape, value.strides)
+            return kind(index, value.ptr - base, value.moved(value.ptr, None))
         if isinstance(value, CudaBuffer) or hasattr(value, "__cuda_array_interface__"):
             place = self._place(value)
             if place is None:
@@ -211,20 +207,15 @@ def _launch_all(
 
 def _value(said: Any, arrays: list[tuple[Any, int, Any]], made: list[Any], client: Any) -> Any:
     """The argument ``said`` stands for in this call."""
-    from cubejit.backends.cuda.buffer import CudaView
-
-    if type(said) is Arg:
+    kind = type(said)
+    if kind is Arg:
         array, address, _ = arrays[said.index]
-        if said.shape is None:
-            return array
-        return CudaView(client, said.scalar, address + said.offset, said.shape, said.strides, array)
-    if type(said) is Made:
+        view = said.view
+        return array if view is None else view.moved(address + said.offset, array)
+    if kind is Made:
         buffer = made[said.index]
-        if said.shape is None:
-            return buffer
-        return CudaView(
-            client, said.scalar, buffer.ptr + said.offset, said.shape, said.strides, buffer
-        )
+        view = said.view
+        return buffer if view is None else view.moved(buffer.ptr + said.offset, buffer)
     return said
 
 

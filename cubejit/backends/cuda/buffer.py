@@ -195,6 +195,24 @@ class CudaView:
         self.owner = owner
         self.writeable = writeable
 
+    def moved(self, ptr: int, owner: Any) -> CudaView:
+        """This view of the memory at ``ptr`` (aligned as this view's is, so the checks hold)
+        kept alive by ``owner``."""
+        view = CudaView.__new__(CudaView)
+        view.client = self.client
+        view.scalar = self.scalar
+        view.ptr = ptr
+        view.shape = self.shape
+        view.strides = self.strides
+        view.ndim = self.ndim
+        view.n = self.n
+        view.words = self.words
+        view.contiguous = self.contiguous
+        view.flat = self.flat
+        view.owner = owner
+        view.writeable = self.writeable
+        return view
+
     @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
         item = self.scalar.itemsize

@@ -233,7 +233,9 @@ def _signature(
     key: list[Any] = []
     arrays: list[tuple[Any, int, Any]] = []
     client = kwargs.get("client")
-    for value in (*args, *(v for _, v in sorted(kwargs.items()) if _ != "client")):
+    names = tuple(sorted(kwargs)) if kwargs else ()
+    values = args if not names else (*args, *(kwargs[k] for k in names if k != "client"))
+    for value in values:
         if type(value) is CudaBuffer:
             if client is None:
                 client = value.client
@@ -272,7 +274,7 @@ def _signature(
     if getattr(client, "backend", None) != "cuda":
         return None
     key.append(client)
-    key.append(tuple(sorted(k for k in kwargs if k != "client")))
+    key.append(names)
     return tuple(key), arrays, client
 
 

@@ -19,8 +19,10 @@ current one is multiplied), and each step of the inner loop reads two lines of `
 constants or hoisted. The general kernel serves every other case: strides, edges, ``f64``,
 ``f16``/``bf16``.
 
-A :class:`~cubejit.tune.Tuner` picks the tile sizes per size class among each backend's
-candidates (:data:`TILES`); the first is its best fixed configuration.
+On CUDA a :class:`~cubejit.tune.Tuner` picks the tile sizes per size class among the
+candidates (:data:`TILES`); the first is its best fixed configuration. The CPU takes its own
+form, one unit per cube (:mod:`~cubejit.std.cpu_tiles`); these kernels still run there when
+asked for directly (:func:`matmul_candidate`), which is how their CPU tests check them.
 
 Kernels here are made per element type; a kernel names each type in its body as well as in its
 signature, because the frontend resolves annotations through the kernel's closure.
@@ -77,7 +79,6 @@ class Tiles:
 
 
 TILES = {
-    "cpu": (Tiles(16, 16, 4, 4, 16), Tiles(32, 32, 2, 2, 16)),
     "cuda": (
         Tiles(16, 16, 8, 8, 8, lined=True),
         Tiles(16, 16, 8, 8, 8, lined=True, stages=2),
@@ -90,7 +91,7 @@ TILES = {
         Tiles(32, 8, 4, 8, 8),
     ),
 }
-"""Each backend's candidate configurations, the best fixed one first (the tuner's default).
+"""CUDA's candidate configurations, the best fixed one first (the tuner's default).
 Lined ones are candidates only where every lined configuration of the backend fits."""
 
 LINE = 4
@@ -309,7 +310,7 @@ def matmul(a: Any, b: Any, *, out: Any = None, client: Any = None) -> Any:
 def fits_lines(backend: str, a: Operand, b: Operand, out: Operand) -> bool:
     """Whether the lined kernel's configurations of ``backend`` all cover this product:
     ``f32``, C-contiguous, 16-byte aligned operands whose sizes divide every lined tile."""
-    configs = [t for t in TILES[backend] if t.lined]
+    configs = [t for t in TILES.get(backend, ()) if t.lined]
     if not configs or a.scalar.name != "f32":
         return False
     m, k = a.shape

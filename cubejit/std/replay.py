@@ -36,19 +36,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 @dataclass(frozen=True, slots=True)
-class Arg:
-    """A call's array argument ``index``: as it is, or ``view`` (a view recorded without its
-    owner) moved to the argument's address ``offset`` bytes on."""
+class Said:
+    """Memory a recorded launch passed: the call's array argument ``index`` (``made`` false) or
+    the ``index``-th empty buffer it made, as it is, or ``view`` (a view recorded without its
+    owner) moved to that memory's address ``offset`` bytes on."""
 
-    index: int
-    offset: int = 0
-    view: Any = None
-
-
-@dataclass(frozen=True, slots=True)
-class Made:
-    """An empty buffer the call made (``index`` in the order made), as :class:`Arg` says."""
-
+    made: bool
     index: int
     offset: int = 0
     view: Any = None
@@ -66,7 +59,7 @@ class Plan:
     made: tuple[tuple[tuple[int, ...], Any], ...]
     """Shape and element type of each empty buffer, in the order made."""
     launches: tuple[tuple[KernelSpec, Any, tuple[Any, ...]], ...]
-    result: Arg | Made | None
+    result: Said | None
     scratch: list[Any] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -88,23 +81,24 @@ class _Recording:
             if place is None:
                 self.sayable = False
                 return None
-            kind, index, base = place
-            return kind(index, value.ptr - base, value.moved(value.ptr, None))
+            made, index, base = place
+            return Said(made, index, value.ptr - base, value.moved(value.ptr, None))
         if isinstance(value, CudaBuffer) or hasattr(value, "__cuda_array_interface__"):
             place = self._place(value)
             if place is None:
                 self.sayable = False
                 return None
-            return place[0](place[1])
+            return Said(place[0], place[1])
         return value
 
-    def _place(self, owner: Any) -> tuple[type[Arg] | type[Made], int, int] | None:
+    def _place(self, owner: Any) -> tuple[bool, int, int] | None:
+        """Whether ``owner`` is a buffer the call made, its index and its address."""
         for index, (array, address) in enumerate(self.arrays):
             if owner is array:
-                return Arg, index, address
+                return False, index, address
         for index, buffer in enumerate(self.made):
             if owner is buffer:
-                return Made, index, buffer.ptr
+                return True, index, buffer.ptr
         return None
 
 
@@ -190,7 +184,7 @@ def _replay(plan: Plan, arrays: list[tuple[Any, int, Any]], client: Any) -> Any:
         if not plan.scratch:
             plan.scratch = [client.empty(shape, scalar) for shape, scalar in plan.made]
         made = plan.scratch
-        if type(result) is Made:
+        if result is not None and result.made:
             made = list(made)
             shape, scalar = plan.made[result.index]
             made[result.index] = client.empty(shape, scalar)
@@ -207,16 +201,15 @@ def _launch_all(
 
 def _value(said: Any, arrays: list[tuple[Any, int, Any]], made: list[Any], client: Any) -> Any:
     """The argument ``said`` stands for in this call."""
-    kind = type(said)
-    if kind is Arg:
-        array, address, _ = arrays[said.index]
-        view = said.view
-        return array if view is None else view.moved(address + said.offset, array)
-    if kind is Made:
-        buffer = made[said.index]
-        view = said.view
-        return buffer if view is None else view.moved(buffer.ptr + said.offset, buffer)
-    return said
+    if type(said) is not Said:
+        return said
+    if said.made:
+        owner = made[said.index]
+        address = owner.ptr
+    else:
+        owner, address, _ = arrays[said.index]
+    view = said.view
+    return owner if view is None else view.moved(address + said.offset, owner)
 
 
 _OWN: Any = object()

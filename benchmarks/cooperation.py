@@ -132,6 +132,8 @@ def sum_view(x: Any, units: int, lanes: int) -> Any:
 def interleaved_medians(
     runs: dict[str, Callable[[], object]], repeat: int, sync: Callable[[], None]
 ) -> dict[str, float]:
+    """The median time of each of ``runs``, taking turns (``sync`` waiting for the device around
+    each), so that load from other processes falls on every contender alike."""
     times: dict[str, list[float]] = {who: [] for who in runs}
     for _ in range(repeat):
         for who, run in runs.items():

@@ -18,11 +18,10 @@ turns, so load from other processes falls on each alike.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 from collections.abc import Callable
 
 import numpy as np
+from cooperation import interleaved_medians
 
 import cubejit as cj
 from cubejit.showcase import saxpy, tanh_chain
@@ -78,16 +77,8 @@ CHECKED = "cj checked"
 """The contender running saxpy's bounds-checked variant on a checked client."""
 
 
-def interleaved_medians(runs: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
-    """The median time of each of ``runs``, taking turns, so that load from other processes
-    falls on every contender alike."""
-    times: dict[str, list[float]] = {who: [] for who in runs}
-    for _ in range(repeat):
-        for who, run in runs.items():
-            start = time.perf_counter()
-            run()
-            times[who].append(time.perf_counter() - start)
-    return {who: statistics.median(t) for who, t in times.items()}
+def _no_sync() -> None:
+    pass
 
 
 def numba_versions() -> dict[str, Callable[..., object]] | None:
@@ -214,7 +205,7 @@ def main() -> None:
         ("2-D transposed", transposed_runs, options.repeat),
         ("launch, 16 elements", launch_runs, launches),
     ):
-        rows += [(case, who, t) for who, t in interleaved_medians(runs, repeat).items()]
+        rows += [(case, who, t) for who, t in interleaved_medians(runs, repeat, _no_sync).items()]
 
     print(
         f"float32, n = 2**{options.size_log2} (2-D: {side}x{side}), "

@@ -12,13 +12,12 @@ case checks cubejit's result against the peer's first, then times the contenders
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from cooperation import interleaved_medians
 
 import cubejit as cj
 import cubejit.std as cs
@@ -48,18 +47,11 @@ class Outcome:
 
 
 def medians(runs: dict[str, Run], repeat: int, sync: Callable[[], None]) -> dict[str, float]:
+    """Each contender's median time, after one warm-up run each."""
     for run in runs.values():
         run()
     sync()
-    times: dict[str, list[float]] = {who: [] for who in runs}
-    for _ in range(repeat):
-        for who, run in runs.items():
-            sync()
-            start = time.perf_counter()
-            run()
-            sync()
-            times[who].append(time.perf_counter() - start)
-    return {who: statistics.median(t) for who, t in times.items()}
+    return interleaved_medians(runs, repeat, sync)
 
 
 def _close(got: Any, want: Any, rtol: float, atol: float) -> None:

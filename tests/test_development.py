@@ -11,7 +11,7 @@ from pathlib import Path
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 
-CUDA_TESTS = "tests/backends/cuda"
+CUDA_TESTS = ("tests/backends/cuda", "tests/std/test_std_on_nvrtc.py", "tests/inspection")
 
 CUDA_WHEELS = ("cuda-bindings", "nvidia-cuda-nvrtc", "nvidia-cuda-runtime")
 
@@ -49,7 +49,7 @@ def test_without_the_cuda_packages_the_cuda_tests_skip_saying_what_to_install(
     (tmp_path / "sitecustomize.py").write_text(WITHOUT_CUDA)
     environ = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPOSITORY)]))
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-x", CUDA_TESTS],
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-x", *CUDA_TESTS],
         cwd=REPOSITORY,
         env=environ,
         capture_output=True,

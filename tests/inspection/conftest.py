@@ -32,16 +32,3 @@ def plain(backend: str) -> Any:
         return cj.client(backend, check_bounds=False)
     except BackendUnavailableError as e:
         pytest.skip(f"needs an NVIDIA GPU: {e}")
-
-
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Tests marked ``cuda_packages`` (NVRTC for PTX and SASS) skip, saying what to install,
-    where the CUDA packages are missing."""
-    if item.get_closest_marker("cuda_packages") is None:
-        return
-    from cubejit.backends.cuda.nvrtc import version
-
-    try:
-        version()
-    except BackendUnavailableError as e:
-        pytest.skip(f"needs the CUDA packages: {e}")

@@ -61,6 +61,7 @@ def test_show_prints_ptx_through_nvrtc_without_a_gpu() -> None:
     assert "vprintf" in out
 
 
+@pytest.mark.cuda_packages
 def test_show_sass_without_a_disassembler_says_what_to_install() -> None:
     if disassembler() is not None:
         pytest.skip("cuobjdump or nvdisasm is on the PATH; the SASS test runs instead")

@@ -1,7 +1,7 @@
 """Fixtures for the CUDA backend's tests: a store in a fresh root, and a client on the GPU when
-this machine has one (tests that need it skip, saying why, otherwise). Tests marked
-``cuda_packages`` need NVRTC and cuda-bindings (the ``cuda`` extra, which ``.ci/run`` installs)
-and skip, saying what to install, where they are missing; lowering alone needs neither."""
+this machine has one (tests that need it skip, saying why, otherwise). Lowering alone needs
+neither the GPU nor the CUDA packages (``cuda_packages`` tests skip without them: see
+``tests/conftest.py``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cuda_packages import missing_cuda_packages
 
 from cubejit import config
 from cubejit.environment.manager import ENVIRONMENTS
@@ -38,10 +37,3 @@ def gpu(store_root: Path):
         return CudaClient(0)
     except BackendUnavailableError as e:
         pytest.skip(f"needs an NVIDIA GPU: {e}")
-
-
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    if item.get_closest_marker("cuda_packages") is not None:
-        missing = missing_cuda_packages()
-        if missing is not None:
-            pytest.skip(f"needs the CUDA packages: {missing}")

@@ -195,7 +195,7 @@ def _replay(plan: Plan, arrays: list[tuple[Any, int, Any]], client: Any) -> Any:
             made = list(made)
             shape, scalar = plan.made[fresh]
             made[fresh] = client.empty(shape, scalar)
-        addresses = tuple(address for _, address, _ in arrays)
+        addresses = tuple([array[1] for array in arrays])
         launches = plan.bound
         if fresh >= 0 or addresses != plan.bound_at:
             launches = tuple(
@@ -244,15 +244,19 @@ def _signature(
 ) -> tuple[tuple[Any, ...], list[tuple[Any, int, Any]], Any] | None:
     """The call's signature, its arrays (each with its address and producer's stream) and its
     client; ``None`` for a call that runs as written (host arrays, unhashable values)."""
-    from cubejit.backends.cuda.buffer import CudaBuffer
-
+    buffer_type = _buffer_type or _load_buffer_type()
     key: list[Any] = []
     arrays: list[tuple[Any, int, Any]] = []
-    client = kwargs.get("client")
-    names = tuple(sorted(kwargs)) if kwargs else ()
-    values = args if not names else (*args, *(kwargs[k] for k in names if k != "client"))
+    client = None
+    names: tuple[str, ...] = ()
+    values = args
+    if kwargs:
+        client = kwargs.get("client")
+        names = tuple(sorted(kwargs))
+        values = (*args, *(kwargs[k] for k in names if k != "client"))
     for value in values:
-        if type(value) is CudaBuffer:
+        kind = type(value)
+        if kind is buffer_type:
             if client is None:
                 client = value.client
             elif value.client is not client:
@@ -260,7 +264,6 @@ def _signature(
             key.append((value.scalar, value.shape, value.ptr % 16))
             arrays.append((value, value.ptr, _OWN))
             continue
-        kind = type(value)
         torch_like = _torch_types.get(kind)
         if torch_like is None:
             torch_like = _is_torch_tensor(value)
@@ -289,11 +292,11 @@ def _signature(
             )
             arrays.append((value, int(ptr or 0), interface.get("stream")))
             continue
-        if value is None or type(value) in (int, bool, str):
-            key.append((type(value), value))
-        elif type(value) is float:
+        if value is None or kind in (int, bool, str):
+            key.append((kind, value))
+        elif kind is float:
             key.append((float, value.hex()))
-        elif type(value) is tuple and all(type(v) in (int, float) for v in value):
+        elif kind is tuple and all(type(v) in (int, float) for v in value):
             key.append((tuple, tuple((type(v), repr(v)) for v in value)))
         else:
             return None
@@ -306,6 +309,19 @@ def _signature(
     key.append(client)
     key.append(names)
     return tuple(key), arrays, client
+
+
+_buffer_type: type | None = None
+""":class:`~cubejit.backends.cuda.buffer.CudaBuffer`, imported at the first call (the standard
+library imports no backend)."""
+
+
+def _load_buffer_type() -> type:
+    global _buffer_type
+    from cubejit.backends.cuda.buffer import CudaBuffer
+
+    _buffer_type = CudaBuffer
+    return CudaBuffer
 
 
 _torch_types: dict[type, bool] = {}

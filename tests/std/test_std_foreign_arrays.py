@@ -13,14 +13,19 @@ import cubejit.std as cs
 from cubejit.errors import BackendUnavailableError, LaunchError
 
 
-@pytest.fixture(scope="module")
-def cupy() -> Any:
-    module = pytest.importorskip("cupy")
+def _on_the_gpu(library: str) -> Any:
+    """``library``, imported, where it and a GPU are here (else the test skips)."""
+    module = pytest.importorskip(library)
     try:
         cj.client("cuda")
     except BackendUnavailableError as e:
         pytest.skip(f"needs an NVIDIA GPU: {e}")
     return module
+
+
+@pytest.fixture(scope="module")
+def cupy() -> Any:
+    return _on_the_gpu("cupy")
 
 
 @pytest.mark.gpu
@@ -71,12 +76,7 @@ def test_a_read_only_out_or_a_transposed_view_is_taken_as_the_library_describes_
 
 @pytest.fixture(scope="module")
 def torch() -> Any:
-    module = pytest.importorskip("torch")
-    try:
-        cj.client("cuda")
-    except BackendUnavailableError as e:
-        pytest.skip(f"needs an NVIDIA GPU: {e}")
-    return module
+    return _on_the_gpu("torch")
 
 
 @pytest.mark.gpu

@@ -25,6 +25,7 @@ from cubejit.lang.declaration import declared_signature, qualified_name
 if TYPE_CHECKING:
     from cubejit.compile.id import KernelId
     from cubejit.ir.nodes import KernelIR, Param
+    from cubejit.lang.identity import Reading
     from cubejit.lang.source import PySource
 
 LINE_SIZES_KEYWORD = "line_sizes"
@@ -46,9 +47,7 @@ class KernelSpec:
         "_lock",
         "comptime",
         "cube_dim",
-        "file",
         "kernel",
-        "line",
         "lines",
         "name",
         "params",
@@ -82,11 +81,20 @@ class KernelSpec:
         )
         self.cube_dim = cube_dim
         self.comptime = comptime
-        self.file = kernel.file
-        self.line = kernel.line
         self._id: KernelId | None = None
         self._ir: dict[int | None, KernelIR] = {}
         self._lock = threading.Lock()
+
+    @property
+    def file(self) -> str:
+        """The file the kernel is defined in (read when a message needs it: a warm launch
+        never reads the kernel's source)."""
+        return self.kernel.file
+
+    @property
+    def line(self) -> int:
+        """The file line of the kernel's ``def``."""
+        return self.kernel.line
 
     def _specialised(self, name: str, t: ParamAnnotation) -> ParamAnnotation:
         if isinstance(t, TensorType) and name in self.ranks:
@@ -217,9 +225,15 @@ class Kernel:
         not when the kernel is defined."""
         from cubejit.lang.source import PySource
 
-        source = PySource.of(self.fn, "kernel")
-        source.free_chains  # noqa: B018 -- found with the parse, once
-        return source
+        return PySource.of(self.fn, "kernel")
+
+    @functools.cached_property
+    def reading(self) -> Reading:
+        """What the kernel's identity reads of its source (see :mod:`cubejit.lang.identity`):
+        on a warm first launch, without parsing it."""
+        from cubejit.lang.identity import read
+
+        return read(self.fn, lambda: self.source)
 
     @functools.cached_property
     def file(self) -> str:
@@ -264,7 +278,7 @@ class Kernel:
         if self._digest is None:
             from cubejit.lang.identity import source_digest
 
-            self._digest = source_digest(self.source)
+            self._digest = source_digest(self.reading)
         return self._digest
 
     def launch(

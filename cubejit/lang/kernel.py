@@ -33,6 +33,35 @@ LINE_SIZES_KEYWORD = "line_sizes"
 parameter by (``line_sizes=dict(x=4)``); a launch chooses them from its arguments."""
 
 
+class Layout:
+    """What the specs of one kernel with the same tensor ranks and line sizes share: the
+    specialised signature, the launch parameters and their types as an id spells them. Made
+    once per kernel and layout, not per spec."""
+
+    __slots__ = ("params", "signature", "types")
+
+    def __init__(self, kernel: Kernel, ranks: dict[str, int], lines: dict[str, int]) -> None:
+        from cubejit.ir.nodes import Param
+
+        self.signature: list[tuple[str, ParamAnnotation]] = [
+            (n, _specialised(n, t, ranks, lines)) for n, t in kernel.signature
+        ]
+        self.params: tuple[Param, ...] = tuple(
+            Param(n, t) for n, t in self.signature if isinstance(t, Scalar | ArrayType | TensorType)
+        )
+        self.types = tuple((p.name, str(p.type)) for p in self.params)
+
+
+def _specialised(
+    name: str, t: ParamAnnotation, ranks: dict[str, int], lines: dict[str, int]
+) -> ParamAnnotation:
+    if isinstance(t, TensorType) and name in ranks:
+        t = dataclasses.replace(t, rank=ranks[name])
+    if isinstance(t, ArrayType | TensorType) and name in lines:
+        t = dataclasses.replace(t, line=lines[name])
+    return t
+
+
 class KernelSpec:
     """One specialisation of a kernel: fixed ``cube_dim``, comptime values and tensor ranks.
 
@@ -45,6 +74,7 @@ class KernelSpec:
         "_id",
         "_ir",
         "_lock",
+        "_types",
         "comptime",
         "cube_dim",
         "kernel",
@@ -65,20 +95,17 @@ class KernelSpec:
     ) -> None:
         import threading
 
-        from cubejit.ir.nodes import Param
-
         self.kernel = kernel
         self.name = kernel.name
         self.ranks = ranks or {}
         """The rank of each tensor parameter whose annotation leaves it to the launch."""
         self.lines = lines or {}
         """The line size of each ``cj.Line[T]`` parameter, chosen at launch."""
-        self.signature: list[tuple[str, ParamAnnotation]] = [
-            (n, self._specialised(n, t)) for n, t in kernel.signature
-        ]
-        self.params: tuple[Param, ...] = tuple(
-            Param(n, t) for n, t in self.signature if isinstance(t, Scalar | ArrayType | TensorType)
-        )
+        layout = kernel.layout(self.ranks, self.lines)
+        self.signature: list[tuple[str, ParamAnnotation]] = layout.signature
+        """Shared by the specs of one kernel with these ranks and line sizes: never changed."""
+        self.params: tuple[Param, ...] = layout.params
+        self._types = layout.types
         self.cube_dim = cube_dim
         self.comptime = comptime
         self._id: KernelId | None = None
@@ -96,13 +123,6 @@ class KernelSpec:
         """The file line of the kernel's ``def``."""
         return self.kernel.line
 
-    def _specialised(self, name: str, t: ParamAnnotation) -> ParamAnnotation:
-        if isinstance(t, TensorType) and name in self.ranks:
-            t = dataclasses.replace(t, rank=self.ranks[name])
-        if isinstance(t, ArrayType | TensorType) and name in self.lines:
-            t = dataclasses.replace(t, line=self.lines[name])
-        return t
-
     def id(self) -> KernelId:
         """Name, a hash of the source (and every ``@cj.function`` reached), the argument
         types, the comptime values and ``cube_dim``: equal in every process for equal code."""
@@ -111,7 +131,7 @@ class KernelSpec:
 
             info = (
                 ("source", self.kernel.source_digest()),
-                ("types", tuple((p.name, str(p.type)) for p in self.params)),
+                ("types", self._types),
                 ("comptime", tuple(sorted(self.comptime.items()))),
             )
             self._id = KernelId(self.name, info, self.cube_dim)
@@ -203,6 +223,7 @@ class Kernel:
             n: t for n, t in self.signature if isinstance(t, ComptimeType)
         }
         self._specs: dict[Any, KernelSpec] = {}
+        self._layouts: dict[Any, Layout] = {}
         self._digest: str | None = None
         functools.update_wrapper(self, fn)
 
@@ -272,6 +293,14 @@ class Kernel:
             for i, p in enumerate(self.params)
             if isinstance(p.type, ArrayType | TensorType) and p.type.line == LINE_AT_LAUNCH
         )
+
+    def layout(self, ranks: dict[str, int], lines: dict[str, int]) -> Layout:
+        """The :class:`Layout` of this kernel's specs with ``ranks`` and ``lines``."""
+        key = (tuple(sorted(ranks.items())), tuple(sorted(lines.items()))) if ranks or lines else ()
+        found = self._layouts.get(key)
+        if found is None:
+            found = self._layouts.setdefault(key, Layout(self, ranks, lines))
+        return found
 
     def source_digest(self) -> str:
         """The hash of the kernel's source and every function it reaches (computed once)."""

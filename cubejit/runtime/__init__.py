@@ -8,9 +8,14 @@ Every client is a :class:`Client` (:mod:`cubejit.runtime.protocol`).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from cubejit.errors import BackendUnavailableError
 from cubejit.runtime.protocol import Client
+
+if TYPE_CHECKING:
+    from cubejit.config import Settings
 
 __all__ = ["BACKENDS", "Client", "client"]
 
@@ -31,9 +36,7 @@ def client(backend: str = "cpu", device: int = 0, check_bounds: bool | None = No
     (``CUBEJIT_CHECK_BOUNDS``)."""
     if backend == "cuda":
         _open_ahead(device)
-    from cubejit import config
-
-    checked = config.settings().check_bounds if check_bounds is None else check_bounds
+    checked = _check_bounds() if check_bounds is None else check_bounds
     key = (backend, device, checked)
     found = _clients.get(key)
     if found is not None:
@@ -43,6 +46,20 @@ def client(backend: str = "cpu", device: int = 0, check_bounds: bool | None = No
         if found is None:
             found = _clients[key] = _make(backend, device, checked)
     return found
+
+
+def _check_bounds() -> bool:
+    """The ``check_bounds`` setting, the settings imported on first need (after the driver began
+    opening a device)."""
+    global _settings
+    if _settings is None:
+        from cubejit.config import settings
+
+        _settings = settings
+    return _settings().check_bounds
+
+
+_settings: Callable[[], Settings] | None = None
 
 
 def _open_ahead(device: int) -> None:

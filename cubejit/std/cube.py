@@ -51,15 +51,16 @@ def cube_reduce(A: Scalar) -> Callable[..., Any]:
 
     @cj.function
     def reduce_cube(v: A, OP) -> A:  # type: ignore[no-untyped-def, valid-type]
-        partial = cj.SharedMemory[A](cj.CUBE_DIM // cj.PLANE_DIM + 1)
-        t = plane_reduce(v, OP)
-        if cj.UNIT_POS_PLANE == 0:
-            partial[cj.UNIT_POS // cj.PLANE_DIM] = t
-        cj.sync_cube()
-        w = partial[0]
-        for p in range(1, cj.cdiv(cj.CUBE_DIM, cj.PLANE_DIM)):
-            w = combine(w, partial[p], OP)
-        cj.sync_cube()
+        w = plane_reduce(v, OP)
+        if cj.CUBE_DIM > cj.PLANE_DIM:
+            partial = cj.SharedMemory[A](cj.CUBE_DIM // cj.PLANE_DIM + 1)
+            if cj.UNIT_POS_PLANE == 0:
+                partial[cj.UNIT_POS // cj.PLANE_DIM] = w
+            cj.sync_cube()
+            w = partial[0]
+            for p in range(1, cj.cdiv(cj.CUBE_DIM, cj.PLANE_DIM)):
+                w = combine(w, partial[p], OP)
+            cj.sync_cube()
         return w
 
     return reduce_cube

@@ -62,6 +62,12 @@ class Plan:
     result: Said | None
     scratch: list[Any] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    bound: tuple[tuple[KernelSpec, Any, tuple[Any, ...]], ...] = ()
+    """The last replay's launches with their arguments, when they hold nothing of the call's
+    own (views of its arrays, the plan's scratch): a replay on the same addresses launches the
+    very same objects again, which the launch functions pass to the driver unchecked."""
+    bound_at: tuple[int, ...] | None = None
+    """The array addresses :attr:`bound` was made for."""
 
 
 @dataclass
@@ -180,27 +186,42 @@ def _replay(plan: Plan, arrays: list[tuple[Any, int, Any]], client: Any) -> Any:
         if address and stream is not _OWN:
             client.adopt_address(address, stream, "cubejit.std: an argument")
     result = plan.result
+    fresh = result.index if result is not None and result.made else -1
     with plan.lock:
         if not plan.scratch:
             plan.scratch = [client.empty(shape, scalar) for shape, scalar in plan.made]
         made = plan.scratch
-        if result is not None and result.made:
+        if fresh >= 0:
             made = list(made)
-            shape, scalar = plan.made[result.index]
-            made[result.index] = client.empty(shape, scalar)
-        _launch_all(plan, arrays, made, client)
-    return None if result is None else _value(result, arrays, made, client)
+            shape, scalar = plan.made[fresh]
+            made[fresh] = client.empty(shape, scalar)
+        addresses = tuple([array[1] for array in arrays])
+        launches = plan.bound
+        if fresh >= 0 or addresses != plan.bound_at:
+            launches = tuple(
+                (spec, cube_count, tuple(_value(a, arrays, made, False) for a in said_args))
+                for spec, cube_count, said_args in plan.launches
+            )
+            if fresh < 0 and _holds_no_argument(plan):
+                plan.bound, plan.bound_at = launches, addresses
+        for spec, cube_count, args in launches:
+            client.launch(spec, cube_count, args)
+    return None if result is None else _value(result, arrays, made, True)
 
 
-def _launch_all(
-    plan: Plan, arrays: list[tuple[Any, int, Any]], made: list[Any], client: Any
-) -> None:
-    for spec, cube_count, said_args in plan.launches:
-        client.launch(spec, cube_count, tuple(_value(a, arrays, made, client) for a in said_args))
+def _holds_no_argument(plan: Plan) -> bool:
+    """Whether the plan's launches pass the call's arrays only through views (which a replay
+    makes without an owner), so that keeping them keeps no array of the caller alive."""
+    return all(
+        type(a) is not Said or a.made or a.view is not None
+        for _, _, said_args in plan.launches
+        for a in said_args
+    )
 
 
-def _value(said: Any, arrays: list[tuple[Any, int, Any]], made: list[Any], client: Any) -> Any:
-    """The argument ``said`` stands for in this call."""
+def _value(said: Any, arrays: list[tuple[Any, int, Any]], made: list[Any], keep: bool) -> Any:
+    """The argument ``said`` stands for in this call; a view of it keeps its owner alive only
+    when ``keep`` (the call's result: a launch's argument lives while the call does)."""
     if type(said) is not Said:
         return said
     if said.made:
@@ -209,7 +230,9 @@ def _value(said: Any, arrays: list[tuple[Any, int, Any]], made: list[Any], clien
     else:
         owner, address, _ = arrays[said.index]
     view = said.view
-    return owner if view is None else view.moved(address + said.offset, owner)
+    if view is None:
+        return owner
+    return view.moved(address + said.offset, owner if keep else None)
 
 
 _OWN: Any = object()
@@ -221,21 +244,38 @@ def _signature(
 ) -> tuple[tuple[Any, ...], list[tuple[Any, int, Any]], Any] | None:
     """The call's signature, its arrays (each with its address and producer's stream) and its
     client; ``None`` for a call that runs as written (host arrays, unhashable values)."""
-    from cubejit.backends.cuda.buffer import CudaBuffer
-
+    buffer_type = _buffer_type or _load_buffer_type()
     key: list[Any] = []
     arrays: list[tuple[Any, int, Any]] = []
-    client = kwargs.get("client")
-    names = tuple(sorted(kwargs)) if kwargs else ()
-    values = args if not names else (*args, *(kwargs[k] for k in names if k != "client"))
+    client = None
+    names: tuple[str, ...] = ()
+    values = args
+    if kwargs:
+        client = kwargs.get("client")
+        names = tuple(sorted(kwargs))
+        values = (*args, *(kwargs[k] for k in names if k != "client"))
     for value in values:
-        if type(value) is CudaBuffer:
+        kind = type(value)
+        if kind is buffer_type:
             if client is None:
                 client = value.client
             elif value.client is not client:
                 return None
             key.append((value.scalar, value.shape, value.ptr % 16))
             arrays.append((value, value.ptr, _OWN))
+            continue
+        torch_like = _torch_types.get(kind)
+        if torch_like is None:
+            torch_like = _is_torch_tensor(value)
+            if torch_like is not None:
+                _torch_types[kind] = torch_like
+        if torch_like:
+            shape = value.shape
+            if not value.is_cuda or 0 in shape:
+                return None
+            ptr = value.data_ptr()
+            key.append((value.dtype, shape, value.stride(), ptr % 16, value.requires_grad))
+            arrays.append((value, ptr, None))
             continue
         interface = getattr(value, "__cuda_array_interface__", None)
         if interface is not None:
@@ -252,11 +292,11 @@ def _signature(
             )
             arrays.append((value, int(ptr or 0), interface.get("stream")))
             continue
-        if value is None or type(value) in (int, bool, str):
-            key.append((type(value), value))
-        elif type(value) is float:
+        if value is None or kind in (int, bool, str):
+            key.append((kind, value))
+        elif kind is float:
             key.append((float, value.hex()))
-        elif type(value) is tuple and all(type(v) in (int, float) for v in value):
+        elif kind is tuple and all(type(v) in (int, float) for v in value):
             key.append((tuple, tuple((type(v), repr(v)) for v in value)))
         else:
             return None
@@ -269,6 +309,39 @@ def _signature(
     key.append(client)
     key.append(names)
     return tuple(key), arrays, client
+
+
+_buffer_type: type | None = None
+""":class:`~cubejit.backends.cuda.buffer.CudaBuffer`, imported at the first call (the standard
+library imports no backend)."""
+
+
+def _load_buffer_type() -> type:
+    global _buffer_type
+    from cubejit.backends.cuda.buffer import CudaBuffer
+
+    _buffer_type = CudaBuffer
+    return CudaBuffer
+
+
+_torch_types: dict[type, bool] = {}
+"""Whether each type of argument seen is PyTorch's tensor, whose signature is read from its own
+methods: its ``__cuda_array_interface__`` is built in Python at each read, which cost more than
+the rest of a replay."""
+
+
+def _is_torch_tensor(value: Any) -> bool | None:
+    """Whether ``value``'s type is PyTorch's tensor, whose ``__cuda_array_interface__`` names no
+    stream (so that what its own methods say is all the interface would); ``None`` when this
+    value cannot tell (its interface cannot be read: on the host, or needing a gradient)."""
+    kind = type(value)
+    if kind.__module__.partition(".")[0] != "torch" or not hasattr(kind, "data_ptr"):
+        return False
+    try:
+        interface = value.__cuda_array_interface__
+    except (AttributeError, RuntimeError):
+        return None
+    return interface.get("stream") is None
 
 
 def _hashable(strides: Any) -> tuple[int, ...] | None:

@@ -4,6 +4,7 @@ replayed calls compute what numpy does on the GPU."""
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
@@ -126,6 +127,74 @@ def test_another_layout_or_value_is_another_signature(monkeypatch: pytest.Monkey
     operands.clear()
     cs.cumsum(Foreign((8192,), (1 << 30) + 4), out=Foreign((8192,), 1 << 29), client=client)
     assert operands, "another alignment may take other line sizes"
+
+
+def test_a_replay_on_the_same_addresses_launches_the_very_same_arguments() -> None:
+    client = KeepingClient()
+    x, out = Foreign((8, 1024), 1 << 30), Foreign((8, 1024), 1 << 29)
+    for _ in range(3):
+        cs.softmax(x, out=out, client=client)
+    cs.softmax(Foreign((8, 1024), 1 << 31), out=out, client=client)
+    _, first, second, moved = (args for _, _, args in client.launches)
+    assert second is first, "the launch functions then find their last arguments"
+    assert moved is not second and moved[0].ptr == 1 << 31
+    assert client.adopted[-4:] == [1 << 30, 1 << 29, 1 << 31, 1 << 29], "ordered every call"
+
+
+def test_replayed_launches_keep_none_of_the_callers_arrays_alive() -> None:
+    client = KeepingClient()
+    for _ in range(3):
+        x, out = Foreign((8, 1024), 1 << 30), Foreign((8, 1024), 1 << 29)
+        cs.softmax(x, out=out, client=client)
+    client.launches.clear()
+    gone = weakref.ref(x), weakref.ref(out)
+    del x, out
+    assert [ref() for ref in gone] == [None, None]
+
+
+class TorchLike:
+    """A CUDA tensor as PyTorch's type presents one: its layout through its own methods, and a
+    ``__cuda_array_interface__`` naming no stream."""
+
+    __module__ = "torch"
+
+    def __init__(self, shape: tuple[int, ...], strides: tuple[int, ...], ptr: int) -> None:
+        self.shape, self._strides, self._ptr = shape, strides, ptr
+        self.dtype, self.is_cuda, self.requires_grad = "float32", True, False
+        self.reads = 0
+
+    def data_ptr(self) -> int:
+        return self._ptr
+
+    def stride(self) -> tuple[int, ...]:
+        return self._strides
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        self.reads += 1
+        return {
+            "shape": self.shape,
+            "typestr": "<f4",
+            "data": (self._ptr, False),
+            "version": 2,
+            "strides": tuple(4 * s for s in self._strides),
+        }
+
+
+def test_a_torch_tensors_signature_is_read_from_its_methods_not_its_interface(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    client = KeepingClient()
+    out = TorchLike((8, 1024), (1024, 1), 1 << 29)
+    cs.softmax(TorchLike((8, 1024), (1024, 1), 1 << 30), out=out, client=client)
+    operands = _calls_of(rows, "operand", monkeypatch)
+    again = TorchLike((8, 1024), (1024, 1), 1 << 31)
+    out.reads = 0
+    cs.softmax(again, out=out, client=client)
+    assert operands == [] and again.reads == 0 and out.reads == 0
+    assert client.launches[-1][2][0].ptr == 1 << 31
+    cs.softmax(TorchLike((8, 1024), (1, 8), 1 << 30), out=out, client=client)
+    assert operands, "another stride is another signature"
 
 
 @pytest.fixture(scope="module")

@@ -133,6 +133,7 @@ class CudaView:
     can take (a span or stride past ``u32``, an address not aligned to its elements)."""
 
     __slots__ = (
+        "__weakref__",
         "client",
         "contiguous",
         "flat",

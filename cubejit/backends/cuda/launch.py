@@ -168,11 +168,12 @@ def _launch_source(key: tuple[Any, ...]) -> str:
     """The text of the launch function for the layout ``key`` (see :meth:`Launcher._namespace`
     for the names it reads).
 
-    A launch with the very objects of the last one (the same buffers, the same scalar objects,
-    an equal cube_count) finds the parameter buffer already holding its values and goes
+    A launch with the very objects of the last one (the same buffers or views, the same scalar
+    objects, an equal cube_count) finds the parameter buffer already holding its values and goes
     straight to the driver: the last buffers are remembered by weak reference (a buffer is never
     kept alive for it), and a launch with another library's arrays is never remembered, since
-    each such launch must order the client's stream after the array's producer."""
+    each such launch must order the client's stream after the array's producer (a
+    :class:`CudaView` was ordered by its maker, and never changes)."""
     slots = key[0]
     count = len(slots)
     memo = ["m_count", "m_function", "m_blocks", "m_gy", "m_gz"]
@@ -223,7 +224,6 @@ def _first_sight(key: tuple[Any, ...]) -> list[str]:
                 f"    elif {view} and a{j}.flat >= 0:",
                 f"        p{j} = a{j}.ptr",
                 f"        n{j} = a{j}.flat",
-                "        own = False",
                 "    else:",
                 f"        p{j}, n{j} = array_arg({j}, a{j})",
                 "        own = False",
@@ -243,7 +243,6 @@ def _first_sight(key: tuple[Any, ...]) -> list[str]:
                 f"        n{j} = a{j}.n",
                 f"        t{j} = a{j}.words",
                 f"        c{j} = a{j}.contiguous",
-                "        own = False",
                 "    else:",
                 f"        p{j}, n{j}, t{j}, c{j} = tensor_arg({j}, a{j})",
                 "        own = False",

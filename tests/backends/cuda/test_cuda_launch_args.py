@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from cubejit.backends.cuda import launch as launch_module
-from cubejit.backends.cuda.buffer import CudaBuffer
+from cubejit.backends.cuda.buffer import CudaBuffer, CudaView
 from cubejit.backends.cuda.coarsening import NO_ALIAS
 from cubejit.backends.cuda.driver import ARCHITECTURAL_LIMITS
 from cubejit.backends.cuda.launch import Launcher, arrays_apart, bf16_bits
@@ -332,6 +332,22 @@ def test_remembering_the_last_arguments_keeps_no_buffer_alive() -> None:
     launcher(3, (2.5, x, out))
     gone = weakref.ref(x)
     del x
+    assert gone() is None
+
+
+def test_a_launch_repeating_the_last_views_passes_their_values_and_keeps_none_alive() -> None:
+    launcher, client, driver = make(SAXPY)
+    x = CudaView(client, f32, 0x1000, (300,), (1,), None)
+    y = CudaView(client, f32, 0x5000, (10, 10), (10, 1), None)
+    out = CudaView(client, f32, 0x2000, (300,), (1,), None)
+    for args in [(2.5, x, out)] * 10 + [(2.5, y, out)] * 2 + [(2.5, x, out)]:
+        launcher(3, args)
+    assert [unpacked(raw) for raw in driver.params] == [(2.5, 0x1000, 300, 0x2000)] * 10 + [
+        (2.5, 0x5000, 100, 0x2000)
+    ] * 2 + [(2.5, 0x1000, 300, 0x2000)]
+    assert client.adopted == [], "a view was ordered by its maker"
+    gone = weakref.ref(x)
+    del x, args
     assert gone() is None
 
 

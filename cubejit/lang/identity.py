@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from cubejit.lang.source import PySource
 
 _MISSING = object()
+_TYPES = (Scalar, ArrayType, TensorType, ComptimeType)
+_NUMPY_SCALARS = (np.bool_, np.integer, np.floating)
 
 
 class Reading:
@@ -45,7 +47,7 @@ class Reading:
     free name read, with the attribute chain read off it). A plain class: one is made per
     kernel and function on a warm first launch."""
 
-    __slots__ = ("chains", "fn", "text")
+    __slots__ = ("_names", "chains", "fn", "text")
 
     def __init__(
         self, fn: Callable[..., Any], text: str, chains: tuple[tuple[str, tuple[str, ...]], ...]
@@ -54,6 +56,7 @@ class Reading:
         self.text = text
         """The dedented source the identity hashes."""
         self.chains = chains
+        self._names: list[tuple[str, object]] | None = None
 
     def digest(self) -> str:
         """SHA-256 of :attr:`text`."""
@@ -84,7 +87,10 @@ def _lookup(fn: Callable[..., Any], name: str) -> Any:
 
 
 def _free_names(reading: Reading) -> list[tuple[str, object]]:
-    """Each free name or ``module.attr`` chain of ``reading`` and the object it means now."""
+    """Each free name or ``module.attr`` chain of ``reading`` and the object it means now
+    (looked up once per reading: an identity asks twice, for its functions and its names)."""
+    if reading._names is not None:
+        return reading._names
     found: list[tuple[str, object]] = []
     for name, chain in reading.chains:
         obj = _lookup(reading.fn, name)
@@ -94,6 +100,7 @@ def _free_names(reading: Reading) -> list[tuple[str, object]]:
             obj = getattr(obj, attr, None)
         if obj is not _MISSING:
             found.append((".".join((name, *chain)), obj))
+    reading._names = found
     return found
 
 
@@ -101,7 +108,7 @@ def _meaning(obj: Any) -> Any:
     """A description of ``obj`` that is the same in every process for the same meaning."""
     if isinstance(obj, Function):
         return ("function", obj.reading.digest())
-    if isinstance(obj, Scalar | ArrayType | TensorType | ComptimeType):
+    if isinstance(obj, _TYPES):
         return ("type", str(obj))
     if isinstance(obj, enum.Enum):
         return ("enum", type(obj).__name__, obj.name)
@@ -109,7 +116,7 @@ def _meaning(obj: Any) -> Any:
         return ("module", obj.__name__)
     if obj is None or isinstance(obj, bool | int | float | str):
         return ("value", obj)
-    if isinstance(obj, np.bool_ | np.integer | np.floating):
+    if isinstance(obj, _NUMPY_SCALARS):
         return ("value", obj.item())
     name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
     module = getattr(obj, "__module__", None)

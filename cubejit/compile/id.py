@@ -86,17 +86,27 @@ def _encode(value: Any) -> tuple[bytes, bool]:
         data = value.encode("utf-8")
         return b"S" + _LENGTH.pack(len(data)) + data, True
     if kind is tuple:
-        found = _words.get(value) if _known(value) else None
+        try:
+            found = _words.get(value)
+        except TypeError:
+            found = None
         if found is not None:
             return found, True
-        parts = [_encode(v) for v in value]
-        data = b"L" + _LENGTH.pack(len(value)) + b"".join(p for p, _ in parts)
-        plain = all(q for _, q in parts)
+        chunks = [b"L" + _LENGTH.pack(len(value))]
+        plain = True
+        for item in value:
+            encoded, item_plain = _encode(item)
+            chunks.append(encoded)
+            plain = plain and item_plain
+        data = b"".join(chunks)
         if plain:
             if len(_words) >= WORDS_LIMIT:
                 _words.clear()
             _words[value] = data
         return data, plain
+    if kind is int:
+        text = str(value).encode()
+        return b"I" + _LENGTH.pack(len(text)) + text, False
     if value is None:
         return b"N", True
     if isinstance(value, bool):

@@ -230,11 +230,14 @@ class ArtifactStore:
         metadata: dict[str, Any],
         source: str | None,
         ingredients: dict[str, Any] | None = None,
+        compress: bool = True,
     ) -> bool:
         """Keeps ``payload`` and ``metadata`` (JSON values: tuples come back as lists) under
         ``source`` when given, with a record of ``id`` naming it beside the key's
-        ``ingredients``; under ``id`` itself otherwise. Whether the entry under ``id`` now
-        holds this value; a refused write is routine (logged at DEBUG)."""
+        ``ingredients``; under ``id`` itself otherwise. The payload is compressed when that
+        shrinks it, unless not ``compress`` (a backend that compressed it in parts). Whether the
+        entry under ``id`` now holds this value; a refused write is routine (logged at
+        DEBUG)."""
         source_sha = None if source is None else hashlib.sha256(source.encode()).hexdigest()
         named = {
             **key_parts(id),
@@ -251,10 +254,11 @@ class ArtifactStore:
         key = self.key(id)
         content = {"metadata": jsonable(metadata), "source_sha256": source_sha}
         if source is None:
-            record = encode(payload, {**header, **content})
+            record = encode(payload, {**header, **content}, compress)
         else:
             by_source = self.source_key(source)
-            self._refused(by_source, self._store.insert(by_source, encode(payload, content)))
+            stored = encode(payload, content, compress)
+            self._refused(by_source, self._store.insert(by_source, stored))
             record = encode(b"", {**header, SOURCE_KEY: by_source.decode("ascii")})
         outcome = self._store.insert(key, record)
         self._refused(key, outcome)

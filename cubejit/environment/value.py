@@ -61,10 +61,11 @@ class Decoded:
     """The JSON header written with it."""
 
 
-def encode(payload: bytes, header: dict[str, Any]) -> bytes:
+def encode(payload: bytes, header: dict[str, Any], compress: bool = True) -> bytes:
     """``payload`` and its ``header`` (JSON-serialisable) as one value in the layout above,
-    the payload compressed when that shrinks it."""
-    packed = zlib.compress(payload, _ZLIB_LEVEL) if payload else payload
+    the payload compressed when that shrinks it (never when not ``compress``: a payload its
+    owner compressed already, in parts it decompresses apart)."""
+    packed = zlib.compress(payload, _ZLIB_LEVEL) if payload and compress else payload
     if len(packed) < len(payload):
         payload, header = packed, {**header, COMPRESSION: "zlib"}
     text = json.dumps(header, sort_keys=True, separators=(",", ":")).encode("utf-8")

@@ -16,6 +16,7 @@ from cubejit.lang.declaration import qualified_name, source_can_wait
 if TYPE_CHECKING:
     import ast
 
+    from cubejit.lang.identity import Reading
     from cubejit.lang.source import PySource
 
 
@@ -37,9 +38,15 @@ class Function:
         its translation), not when the function is defined."""
         from cubejit.lang.source import PySource
 
-        source = PySource.of(self.fn, "function")
-        source.free_chains  # noqa: B018 -- found with the parse, once
-        return source
+        return PySource.of(self.fn, "function")
+
+    @functools.cached_property
+    def reading(self) -> Reading:
+        """What the identity of a kernel reaching this function reads of its source (see
+        :mod:`cubejit.lang.identity`): without parsing it where that is sure."""
+        from cubejit.lang.identity import read
+
+        return read(self.fn, lambda: self.source)
 
     @property
     def assigned(self) -> frozenset[str]:

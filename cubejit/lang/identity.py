@@ -7,42 +7,108 @@ function under the same name, changes the identity even though the kernel's text
 Functions are followed transitively. A function reached only from a branch a comptime value
 removes still counts: the identity must be known without translating the kernel, and being
 conservative costs only a spare compile.
+
+A warm process computes identities on its first launches, so :func:`read` parses nothing when it
+can: the text is the definition's lines up to its last code line, found by indentation and
+checked against the code object (:func:`~cubejit.lang.source_lines.unparsed_source_lines`), and
+the names come off that text (:func:`~cubejit.lang.free_names.free_chains`). Where either is not
+sure, the parsed source answers that part, as it always did.
 """
 
 from __future__ import annotations
 
+import builtins
 import enum
+import hashlib
+import textwrap
 import types
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from cubejit.compile.id import stable_digest
 from cubejit.ir.types import ArrayType, Scalar, TensorType
 from cubejit.lang.annotations import ComptimeType
+from cubejit.lang.free_names import free_chains
 from cubejit.lang.function import Function
-from cubejit.lang.source import PySource, is_missing
+from cubejit.lang.source_lines import unparsed_source_lines
+
+if TYPE_CHECKING:
+    from cubejit.lang.source import PySource
+
+_MISSING = object()
+_TYPES = (Scalar, ArrayType, TensorType, ComptimeType)
+_NUMPY_SCALARS = (np.bool_, np.integer, np.floating)
 
 
-def _free_names(source: PySource) -> list[tuple[str, object]]:
-    """Each free name or ``module.attr`` chain of ``source`` and the object it means now."""
+class Reading:
+    """What an identity reads of one function's source: its text and its free chains (each
+    free name read, with the attribute chain read off it). A plain class: one is made per
+    kernel and function on a warm first launch."""
+
+    __slots__ = ("_names", "chains", "fn", "text")
+
+    def __init__(
+        self, fn: Callable[..., Any], text: str, chains: tuple[tuple[str, tuple[str, ...]], ...]
+    ) -> None:
+        self.fn = fn
+        self.text = text
+        """The dedented source the identity hashes."""
+        self.chains = chains
+        self._names: list[tuple[str, object]] | None = None
+
+    def digest(self) -> str:
+        """SHA-256 of :attr:`text`."""
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+
+def read(fn: Callable[..., Any], parsed: Callable[[], PySource]) -> Reading:
+    """``fn``'s reading, without parsing its source where the code object makes that sure;
+    ``parsed()`` gives the parsed source for what is not."""
+    lines = unparsed_source_lines(fn) if isinstance(fn, types.FunctionType) else None
+    text = parsed().text if lines is None else textwrap.dedent("".join(lines[0]))
+    chains = free_chains(fn, text) if isinstance(fn, types.FunctionType) else None
+    return Reading(fn, text, parsed().free_chains if chains is None else chains)
+
+
+def _lookup(fn: Callable[..., Any], name: str) -> Any:
+    """What ``name`` means to ``fn`` outside its own locals: closure, globals, then builtins
+    (as :meth:`~cubejit.lang.source.PySource.lookup`)."""
+    code = fn.__code__
+    if name in code.co_freevars and fn.__closure__ is not None:
+        try:
+            return fn.__closure__[code.co_freevars.index(name)].cell_contents
+        except ValueError:
+            return _MISSING
+    if name in fn.__globals__:
+        return fn.__globals__[name]
+    return getattr(builtins, name, _MISSING)
+
+
+def _free_names(reading: Reading) -> list[tuple[str, object]]:
+    """Each free name or ``module.attr`` chain of ``reading`` and the object it means now
+    (looked up once per reading: an identity asks twice, for its functions and its names)."""
+    if reading._names is not None:
+        return reading._names
     found: list[tuple[str, object]] = []
-    for name, chain in source.free_chains:
-        obj = source.lookup(name)
+    for name, chain in reading.chains:
+        obj = _lookup(reading.fn, name)
         for attr in chain:
             if not isinstance(obj, types.ModuleType):
                 break
             obj = getattr(obj, attr, None)
-        if not is_missing(obj):
+        if obj is not _MISSING:
             found.append((".".join((name, *chain)), obj))
+    reading._names = found
     return found
 
 
 def _meaning(obj: Any) -> Any:
     """A description of ``obj`` that is the same in every process for the same meaning."""
     if isinstance(obj, Function):
-        return ("function", obj.source.digest())
-    if isinstance(obj, Scalar | ArrayType | TensorType | ComptimeType):
+        return ("function", obj.reading.digest())
+    if isinstance(obj, _TYPES):
         return ("type", str(obj))
     if isinstance(obj, enum.Enum):
         return ("enum", type(obj).__name__, obj.name)
@@ -50,7 +116,7 @@ def _meaning(obj: Any) -> Any:
         return ("module", obj.__name__)
     if obj is None or isinstance(obj, bool | int | float | str):
         return ("value", obj)
-    if isinstance(obj, np.bool_ | np.integer | np.floating):
+    if isinstance(obj, _NUMPY_SCALARS):
         return ("value", obj.item())
     name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
     module = getattr(obj, "__module__", None)
@@ -59,24 +125,24 @@ def _meaning(obj: Any) -> Any:
     return ("object", type(obj).__module__, type(obj).__qualname__)
 
 
-def reached_functions(source: PySource) -> list[Function]:
-    """Every ``@cj.function`` that ``source`` reaches, sorted by qualified name."""
+def reached_functions(reading: Reading) -> list[Function]:
+    """Every ``@cj.function`` that ``reading``'s source reaches, sorted by qualified name."""
     seen: dict[int, Function] = {}
-    pending = [obj for _, obj in _free_names(source) if isinstance(obj, Function)]
+    pending = [obj for _, obj in _free_names(reading) if isinstance(obj, Function)]
     while pending:
         fn = pending.pop()
         if id(fn) not in seen:
             seen[id(fn)] = fn
-            pending.extend(o for _, o in _free_names(fn.source) if isinstance(o, Function))
-    return sorted(seen.values(), key=lambda f: (f.name, f.source.text))
+            pending.extend(o for _, o in _free_names(fn.reading) if isinstance(o, Function))
+    return sorted(seen.values(), key=lambda f: (f.name, f.reading.text))
 
 
-def _part(source: PySource) -> tuple[str, tuple[tuple[str, Any], ...]]:
-    names = sorted({(spelling, _meaning(obj)) for spelling, obj in _free_names(source)}, key=repr)
-    return source.text, tuple(names)
+def _part(reading: Reading) -> tuple[str, tuple[tuple[str, Any], ...]]:
+    names = sorted({(spelling, _meaning(obj)) for spelling, obj in _free_names(reading)}, key=repr)
+    return reading.text, tuple(names)
 
 
-def source_digest(source: PySource) -> str:
+def source_digest(reading: Reading) -> str:
     """A hash of the kernel's text and free names, and of every reached function's."""
-    functions = tuple(sorted((_part(f.source) for f in reached_functions(source)), key=repr))
-    return stable_digest("kernel source", _part(source), functions)
+    functions = tuple(sorted((_part(f.reading) for f in reached_functions(reading)), key=repr))
+    return stable_digest("kernel source", _part(reading), functions)

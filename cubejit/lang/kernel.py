@@ -25,11 +25,41 @@ from cubejit.lang.declaration import declared_signature, qualified_name
 if TYPE_CHECKING:
     from cubejit.compile.id import KernelId
     from cubejit.ir.nodes import KernelIR, Param
+    from cubejit.lang.identity import Reading
     from cubejit.lang.source import PySource
 
 LINE_SIZES_KEYWORD = "line_sizes"
 """The keyword ``specialize`` and ``prepare`` take the line size of each ``cj.Line[T]``
 parameter by (``line_sizes=dict(x=4)``); a launch chooses them from its arguments."""
+
+
+class Layout:
+    """What the specs of one kernel with the same tensor ranks and line sizes share: the
+    specialised signature, the launch parameters and their types as an id spells them. Made
+    once per kernel and layout, not per spec."""
+
+    __slots__ = ("params", "signature", "types")
+
+    def __init__(self, kernel: Kernel, ranks: dict[str, int], lines: dict[str, int]) -> None:
+        from cubejit.ir.nodes import Param
+
+        self.signature: list[tuple[str, ParamAnnotation]] = [
+            (n, _specialised(n, t, ranks, lines)) for n, t in kernel.signature
+        ]
+        self.params: tuple[Param, ...] = tuple(
+            Param(n, t) for n, t in self.signature if isinstance(t, Scalar | ArrayType | TensorType)
+        )
+        self.types = tuple((p.name, str(p.type)) for p in self.params)
+
+
+def _specialised(
+    name: str, t: ParamAnnotation, ranks: dict[str, int], lines: dict[str, int]
+) -> ParamAnnotation:
+    if isinstance(t, TensorType) and name in ranks:
+        t = dataclasses.replace(t, rank=ranks[name])
+    if isinstance(t, ArrayType | TensorType) and name in lines:
+        t = dataclasses.replace(t, line=lines[name])
+    return t
 
 
 class KernelSpec:
@@ -44,11 +74,10 @@ class KernelSpec:
         "_id",
         "_ir",
         "_lock",
+        "_types",
         "comptime",
         "cube_dim",
-        "file",
         "kernel",
-        "line",
         "lines",
         "name",
         "params",
@@ -66,34 +95,33 @@ class KernelSpec:
     ) -> None:
         import threading
 
-        from cubejit.ir.nodes import Param
-
         self.kernel = kernel
         self.name = kernel.name
         self.ranks = ranks or {}
         """The rank of each tensor parameter whose annotation leaves it to the launch."""
         self.lines = lines or {}
         """The line size of each ``cj.Line[T]`` parameter, chosen at launch."""
-        self.signature: list[tuple[str, ParamAnnotation]] = [
-            (n, self._specialised(n, t)) for n, t in kernel.signature
-        ]
-        self.params: tuple[Param, ...] = tuple(
-            Param(n, t) for n, t in self.signature if isinstance(t, Scalar | ArrayType | TensorType)
-        )
+        layout = kernel.layout(self.ranks, self.lines)
+        self.signature: list[tuple[str, ParamAnnotation]] = layout.signature
+        """Shared by the specs of one kernel with these ranks and line sizes: never changed."""
+        self.params: tuple[Param, ...] = layout.params
+        self._types = layout.types
         self.cube_dim = cube_dim
         self.comptime = comptime
-        self.file = kernel.file
-        self.line = kernel.line
         self._id: KernelId | None = None
         self._ir: dict[int | None, KernelIR] = {}
         self._lock = threading.Lock()
 
-    def _specialised(self, name: str, t: ParamAnnotation) -> ParamAnnotation:
-        if isinstance(t, TensorType) and name in self.ranks:
-            t = dataclasses.replace(t, rank=self.ranks[name])
-        if isinstance(t, ArrayType | TensorType) and name in self.lines:
-            t = dataclasses.replace(t, line=self.lines[name])
-        return t
+    @property
+    def file(self) -> str:
+        """The file the kernel is defined in (read when a message needs it: a warm launch
+        never reads the kernel's source)."""
+        return self.kernel.file
+
+    @property
+    def line(self) -> int:
+        """The file line of the kernel's ``def``."""
+        return self.kernel.line
 
     def id(self) -> KernelId:
         """Name, a hash of the source (and every ``@cj.function`` reached), the argument
@@ -103,7 +131,7 @@ class KernelSpec:
 
             info = (
                 ("source", self.kernel.source_digest()),
-                ("types", tuple((p.name, str(p.type)) for p in self.params)),
+                ("types", self._types),
                 ("comptime", tuple(sorted(self.comptime.items()))),
             )
             self._id = KernelId(self.name, info, self.cube_dim)
@@ -195,6 +223,7 @@ class Kernel:
             n: t for n, t in self.signature if isinstance(t, ComptimeType)
         }
         self._specs: dict[Any, KernelSpec] = {}
+        self._layouts: dict[Any, Layout] = {}
         self._digest: str | None = None
         functools.update_wrapper(self, fn)
 
@@ -217,9 +246,15 @@ class Kernel:
         not when the kernel is defined."""
         from cubejit.lang.source import PySource
 
-        source = PySource.of(self.fn, "kernel")
-        source.free_chains  # noqa: B018 -- found with the parse, once
-        return source
+        return PySource.of(self.fn, "kernel")
+
+    @functools.cached_property
+    def reading(self) -> Reading:
+        """What the kernel's identity reads of its source (see :mod:`cubejit.lang.identity`):
+        on a warm first launch, without parsing it."""
+        from cubejit.lang.identity import read
+
+        return read(self.fn, lambda: self.source)
 
     @functools.cached_property
     def file(self) -> str:
@@ -259,12 +294,20 @@ class Kernel:
             if isinstance(p.type, ArrayType | TensorType) and p.type.line == LINE_AT_LAUNCH
         )
 
+    def layout(self, ranks: dict[str, int], lines: dict[str, int]) -> Layout:
+        """The :class:`Layout` of this kernel's specs with ``ranks`` and ``lines``."""
+        key = (tuple(sorted(ranks.items())), tuple(sorted(lines.items()))) if ranks or lines else ()
+        found = self._layouts.get(key)
+        if found is None:
+            found = self._layouts.setdefault(key, Layout(self, ranks, lines))
+        return found
+
     def source_digest(self) -> str:
         """The hash of the kernel's source and every function it reaches (computed once)."""
         if self._digest is None:
             from cubejit.lang.identity import source_digest
 
-            self._digest = source_digest(self.source)
+            self._digest = source_digest(self.reading)
         return self._digest
 
     def launch(

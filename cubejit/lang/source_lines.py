@@ -8,6 +8,10 @@ deeper than the ``def`` itself, so the lines up to there are taken and parsed; t
 end exactly on the last of them. Wherever that is not sure (a string or bracket that a line of
 lower indentation continues, a body on the ``def``'s own line, a file ``linecache`` cannot
 read), the answer is ``inspect``'s own, so both always agree.
+
+A kernel's identity needs the lines but not the parse: :func:`unparsed_source_lines` stops at the
+last code line and trusts the indentation only where the code object's own positions (every
+line an instruction spans) lie inside the lines found.
 """
 
 from __future__ import annotations
@@ -36,7 +40,34 @@ def parsed_source_lines(fn: types.FunctionType) -> tuple[list[str], int, ast.Mod
     return found
 
 
-def _without_tokenizing(fn: types.FunctionType) -> tuple[list[str], int, ast.Module | None] | None:
+def unparsed_source_lines(fn: types.FunctionType) -> tuple[list[str], int] | None:
+    """The lines of ``fn``'s definition up to its last code line (trailing comments left out)
+    and the file line of the first, found without parsing: trusted only when every line that
+    ``fn``'s code (nested code included) spans lies inside them, so that a string or bracket
+    that a line of lower indentation continues is never cut. ``None`` when not sure (the
+    caller parses)."""
+    found = _scanned(fn)
+    if found is None:
+        return None
+    lines, start, last = found
+    if _last_code_line(fn.__code__) > last + 1:
+        return None
+    return lines[start : last + 1], start + 1
+
+
+def _last_code_line(code: types.CodeType) -> int:
+    """The last file line any instruction of ``code`` or its nested code objects spans."""
+    last = max((end for _, end, _, _ in code.co_positions() if end is not None), default=0)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            last = max(last, _last_code_line(const))
+    return last
+
+
+def _scanned(fn: types.FunctionType) -> tuple[list[str], int, int] | None:
+    """The file's lines, the index of ``fn``'s first line and of its last code line, found by
+    indentation (the first code line after the body's first indented no deeper than the
+    ``def``); ``None`` where the file or the code object does not allow it."""
     if hasattr(fn, "__wrapped__"):
         return None
     code = fn.__code__
@@ -62,6 +93,14 @@ def _without_tokenizing(fn: types.FunctionType) -> tuple[list[str], int, ast.Mod
         if _indent(lines[i]) <= depth:
             break
         last = i
+    return lines, start, last
+
+
+def _without_tokenizing(fn: types.FunctionType) -> tuple[list[str], int, ast.Module | None] | None:
+    found = _scanned(fn)
+    if found is None:
+        return None
+    lines, start, last = found
     block = lines[start : last + 1]
     try:
         module = ast.parse(textwrap.dedent("".join(block)))

@@ -41,6 +41,8 @@ def test_warm_for_several_architectures_builds_every_kernel_for_each_without_a_g
         "warm", str(EXAMPLES / "warm_module.py"), "--backend", "cuda", "--arch", "sm_80,sm_90a"
     )
     assert done.stdout.count("3 compiled, 0 from the store, 1 rekeyed, 0 failed") == 2, done.stdout
+    from cubejit.backends.cuda.target import unpacked
+
     major, minor = nvrtc.version()
     (database,) = (tmp_path / "root").glob("*.db")
     stored = namespaces(database)
@@ -48,10 +50,11 @@ def test_warm_for_several_architectures_builds_every_kernel_for_each_without_a_g
         entries = stored[f"cuda/0.1.0/sm_{capability}-nvrtc{major}.{minor}"]
         records = [v for k, v in entries if k.startswith(b"id:")]
         sources = [decode(v) for k, v in entries if k.startswith(b"source:")]
+        artifacts = [unpacked(s.payload, s.header["metadata"]) for s in sources]
         assert len(records) == 4
-        assert sources and all(s.payload.startswith(b"\x7fELF") for s in sources)
-        assert all(s.header["metadata"]["arch"] == arch for s in sources)
-        assert all(b".entry cubejit_kernel" in s.payload for s in sources), "PTX kept beside"
+        assert artifacts and all(a.cubin.startswith(b"\x7fELF") for a in artifacts)
+        assert all(a.arch == arch for a in artifacts)
+        assert all(b".entry cubejit_kernel" in a.ptx_text() for a in artifacts), "PTX kept beside"
     bundle = tmp_path / "bundle.db"
     cubejit("env", "export", str(bundle))
     assert len(namespaces(bundle)) == 2

@@ -96,14 +96,16 @@ def test_only_a_plain_def_in_a_file_waits_to_be_read(module):
     assert not source_can_wait(len)
 
 
-def test_a_kernel_and_a_function_read_their_source_only_when_first_needed(module):
+def test_a_kernel_and_a_function_parse_their_source_only_when_translated(module):
     mod = module(
         "@cj.function\ndef twice(v):\n    return v + v\n\n"
         "@cj.kernel\ndef k(x: cj.Array[cj.f32]):\n    x[cj.ABSOLUTE_POS] = twice(x[0])\n"
     )
     assert "source" not in vars(mod.k) and "source" not in vars(mod.twice)
     spec = mod.k.specialize(64)
+    spec.id()
+    assert "source" not in vars(mod.k) and "source" not in vars(mod.twice)
     assert spec.line == 8 and spec.file.endswith(".py")
     assert "source" in vars(mod.k)
-    spec.id()
+    spec.define()
     assert "source" in vars(mod.twice)

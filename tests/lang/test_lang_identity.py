@@ -112,7 +112,7 @@ def test_a_kernel_reaches_functions_through_module_attributes(module):
     """)
     from cubejit.lang.identity import reached_functions
 
-    assert [f.name for f in reached_functions(mod.k.source)] == ["ident_helpers.twice"]
+    assert [f.name for f in reached_functions(mod.k.reading)] == ["ident_helpers.twice"]
     assert "x[0i32] = twice_1_v * 2.0f32" in str(mod.k.specialize(1).define())
     assert isinstance(cj.KernelId("n"), cj.KernelId)
 
@@ -153,3 +153,132 @@ def test_a_captured_module_constant_is_a_value_and_part_of_the_identity(module):
     assert repr(float(__import__("numpy").float32(2.0 * 3.141592653589793))) in str(
         small.k.specialize(1).define()
     )
+
+
+def source_part(kernel, **comptime):
+    return dict(kernel.specialize(1, **comptime).id().info)["source"]
+
+
+def resolved_names(obj, chains):
+    """The spellings and meanings an identity takes from ``chains`` of ``obj``'s source."""
+    from cubejit.lang import identity
+
+    reading = identity.Reading(obj.fn, "", tuple(chains))
+    return {(spelling, repr(identity._meaning(o))) for spelling, o in identity._free_names(reading)}
+
+
+def test_a_kernel_s_identity_is_computed_without_parsing_its_source(tmp_path):
+    (tmp_path / "ident_unparsed.py").write_text("import cubejit as cj\n" + SOURCE)
+    script = textwrap.dedent("""
+        import json, sys
+        sys.path.insert(0, sys.argv[1])
+        import ident_unparsed
+        before = set(sys.modules)
+        spec = ident_unparsed.k.specialize(256, N=8, FAST=True)
+        spec.id()
+        print(json.dumps(sorted(m for m in set(sys.modules) - before if "lang" in m)))
+    """)
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, check=True
+    ).stdout
+    imported = json.loads(out)
+    assert "cubejit.lang.source" not in imported and "cubejit.lang.frontend" not in imported
+
+
+def test_the_names_read_without_parsing_include_every_name_of_the_syntax_tree(module):
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cooperation"))
+    try:
+        import cooperative_kernels
+    finally:
+        sys.path.pop(0)
+    helpers = module(
+        """
+        @cj.function
+        def twice(v):
+            return v * 2.0
+    """,
+        name="ident_tree_helpers",
+    )
+    mod = module(f"""
+        import math
+        import {helpers.__name__} as helpers
+        SCALE = 2.0
+
+        @cj.kernel(warm=[dict(cube_dim=64)])
+        def k(x: cj.Array[cj.f32], N: cj.Comptime[int]):
+            '''Scales x. By SCALE; see math.pi.'''
+            i = cj.ABSOLUTE_POS  # a comment naming cj.f64
+            acc = cj.f32(0)
+            for j in range(N):
+                acc += helpers . twice(x[j]) * (SCALE +
+                    math.
+                    pi)
+            x[i] = acc + (x[0]).real
+    """)
+    objects = [mod.k, helpers.twice] + [
+        v for v in vars(cooperative_kernels).values() if isinstance(v, cj.Kernel)
+    ]
+    assert len(objects) > 5
+    for obj in objects:
+        unparsed = resolved_names(obj, obj.reading.chains)
+        assert resolved_names(obj, obj.source.free_chains) <= unparsed, obj.name
+    assert ("helpers.twice", repr(("function", helpers.twice.reading.digest()))) in unparsed_of(
+        mod.k
+    )
+
+
+def unparsed_of(kernel):
+    return resolved_names(kernel, kernel.reading.chains)
+
+
+def test_a_global_named_only_in_a_function_s_annotation_is_part_of_the_identity(module):
+    function = """
+        @cj.function
+        def widen(v: T):
+            return v
+
+        @cj.kernel
+        def k(x: cj.Array[cj.f64]):
+            x[0] = widen(x[1])
+    """
+    narrow = module("T = cj.f32\n" + textwrap.dedent(function))
+    wide = module("T = cj.f64\n" + textwrap.dedent(function))
+    assert source_part(narrow.k) != source_part(wide.k)
+
+
+def test_a_closure_cell_the_kernel_reads_is_part_of_its_identity(module):
+    mod = module("""
+        def make(scale):
+            @cj.kernel
+            def k(x: cj.Array[cj.f32]):
+                x[0] = x[0] * scale
+
+            return k
+    """)
+    assert source_part(mod.make(2.0)) != source_part(mod.make(3.0))
+    assert source_part(mod.make(2.0)) == source_part(mod.make(2.0))
+
+
+def test_a_name_after_a_hash_inside_a_string_still_counts(module):
+    kernel = """
+        @cj.kernel
+        def k(x: cj.Array[cj.f32]):
+            x[0] = cj.f32(len("#")) * SCALE
+    """
+    small = module("SCALE = 2.0\n" + textwrap.dedent(kernel))
+    large = module("SCALE = 3.0\n" + textwrap.dedent(kernel))
+    assert source_part(small.k) != source_part(large.k)
+
+
+def test_a_kernel_whose_string_continues_at_column_zero_still_hashes_all_its_text(module):
+    kernel = (
+        "@cj.kernel\n"
+        "def k(x: cj.Array[cj.f32]):\n"
+        '    """Doc\n'
+        'at column zero."""\n'
+        "    x[0] = VALUE\n"
+    )
+    first = module(kernel.replace("VALUE", "1.0"))
+    second = module(kernel.replace("VALUE", "2.0"))
+    assert first.k.reading.text.rstrip().endswith("x[0] = 1.0")
+    assert source_part(first.k) != source_part(second.k)

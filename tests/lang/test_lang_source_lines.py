@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from cubejit.lang.source_lines import parsed_source_lines, source_lines
+from cubejit.lang.source_lines import parsed_source_lines, source_lines, unparsed_source_lines
 
 SHAPES = '''
 @cj.kernel
@@ -167,3 +167,22 @@ def test_reading_a_kernel_s_source_runs_no_tokenizer(
     source = found.header_over_lines.source
     assert source.text.startswith("@cj.kernel\ndef header_over_lines(")
     assert runs == []
+
+
+def test_lines_read_without_parsing_end_on_the_last_code_line_or_are_not_read(
+    module: Callable[[str], types.ModuleType],
+) -> None:
+    found = module("import functools\n" + SHAPES)
+    unsure = []
+    for fn in functions_of(found):
+        unparsed = unparsed_source_lines(fn)
+        lines, first_line = inspect.getsourcelines(fn)
+        if unparsed is None:
+            unsure.append(fn.__name__)
+            continue
+        assert unparsed[1] == first_line, fn.__qualname__
+        assert unparsed[0] == lines[: len(unparsed[0])], fn.__qualname__
+        rest = lines[len(unparsed[0]) :]
+        assert all(not line.strip() or line.strip().startswith("#") for line in rest)
+    assert "string_at_column_zero" in unsure and "continued_at_column_zero" in unsure
+    assert "plain" not in unsure and "header_over_lines" not in unsure

@@ -8,7 +8,8 @@ another format is refused rather than guessed at.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import zlib
+from dataclasses import dataclass, replace
 
 from cubejit.ir.nodes import KernelIR
 from cubejit.ir.types import SCALARS
@@ -57,13 +58,28 @@ class CudaArtifact:
     past 48 KiB); the load opts the function in to that much."""
     ptx: bytes = b""
     """The PTX the cubin was assembled from (kept beside it in the store), for a GPU newer
-    than the cubin's architecture; empty when unknown. An artifact with no cubin but PTX is
-    compiled by the driver when loaded."""
+    than the cubin's architecture; empty when unknown or still packed. An artifact with no
+    cubin but PTX is compiled by the driver when loaded."""
+    packed_ptx: bytes = b""
+    """The PTX as the store keeps it, compressed with ``zlib``, where it was read from the
+    store and not yet needed: a warm load uses the cubin alone, so its PTX stays packed (see
+    :meth:`ptx_text`)."""
+
+    def ptx_text(self) -> bytes:
+        """The PTX, unpacked if it came from the store packed; empty when unknown."""
+        return self.ptx or (zlib.decompress(self.packed_ptx) if self.packed_ptx else b"")
+
+    def with_ptx_unpacked(self) -> CudaArtifact:
+        """This artifact with its PTX unpacked: equal to the one compiled before it was
+        stored."""
+        if not self.packed_ptx:
+            return self
+        return replace(self, ptx=self.ptx_text(), packed_ptx=b"")
 
     def portable_ptx(self) -> bool:
-        """Whether a newer GPU's driver can compile :attr:`ptx`: there is some, and it was not
+        """Whether a newer GPU's driver can compile the PTX: there is some, and it was not
         made for one architecture's own instructions (``sm_90a``, ``sm_100f``)."""
-        return bool(self.ptx) and self.arch[-1:].isdigit()
+        return bool(self.ptx or self.packed_ptx) and self.arch[-1:].isdigit()
 
     def metadata(self) -> dict[str, object]:
         """Everything but the cubin, as JSON-able values."""

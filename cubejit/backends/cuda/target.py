@@ -2,8 +2,9 @@
 loads (``cuModuleLoadData`` + ``cuModuleGetFunction``).
 
 Artifacts live in the compilation store as the cubin's bytes followed by the PTX it was made
-from, plus JSON-able metadata (see :mod:`cubejit.backends.cuda.artifact`; ``cubin_size`` says
-where the PTX starts), in the namespace ``cuda/<cubejit version>/<fingerprint>`` where the
+from, each compressed apart so that a warm load decompresses the cubin alone, plus JSON-able
+metadata (see :mod:`cubejit.backends.cuda.artifact`; ``cubin_size`` says where the PTX starts),
+in the namespace ``cuda/<cubejit version>/<fingerprint>`` where the
 fingerprint, ``sm_90-nvrtc13.5``, says what the cubin was built for and by: code built for one
 fingerprint is never served to another.
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 import ctypes
 import logging
 import re
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -42,6 +44,10 @@ log = logging.getLogger("cubejit.compilation")
 
 CUBIN_SIZE = "cubin_size"
 """The metadata key saying how many bytes of a stored payload are the cubin; the PTX follows."""
+PACKING = "packing"
+"""The metadata key saying that the cubin and the PTX are compressed apart (``"zlib"``), each
+with ``zlib``: absent in entries stored before, whose payload the store itself compressed."""
+_ZLIB_LEVEL = 6
 _FINGERPRINT = re.compile(r"sm_(\d+)-nvrtc\d+\.\d+")
 
 
@@ -55,22 +61,32 @@ def fingerprint(compute_capability: tuple[int, int]) -> str:
 
 
 def packed(artifact: CudaArtifact) -> tuple[bytes, dict[str, object]]:
-    """The payload and metadata ``artifact`` is stored as: the cubin, then its PTX."""
-    metadata = artifact.metadata()
-    if not artifact.ptx:
-        return artifact.cubin, metadata
-    return artifact.cubin + artifact.ptx, {**metadata, CUBIN_SIZE: len(artifact.cubin)}
+    """The payload and metadata ``artifact`` is stored as: the cubin, then its PTX, each
+    compressed apart, so that a warm load decompresses the cubin alone."""
+    cubin = zlib.compress(artifact.cubin, _ZLIB_LEVEL)
+    ptx = artifact.packed_ptx or (zlib.compress(artifact.ptx, _ZLIB_LEVEL) if artifact.ptx else b"")
+    return cubin + ptx, {**artifact.metadata(), CUBIN_SIZE: len(cubin), PACKING: "zlib"}
 
 
 def unpacked(payload: bytes, metadata: dict[str, Any]) -> CudaArtifact:
-    """The artifact :func:`packed` stored (or one stored before PTX was kept: no PTX).
+    """The artifact :func:`packed` stored, its PTX left packed (or one stored before either
+    was compressed apart: the cubin then the PTX, or the cubin alone before PTX was kept).
     Raises ``ValueError`` for one that is not."""
     size = metadata.get(CUBIN_SIZE)
-    if size is None:
+    packing = metadata.get(PACKING)
+    if size is None and packing is None:
         return CudaArtifact.from_stored(payload, metadata)
     if not isinstance(size, int) or not 0 < size <= len(payload):
         raise ValueError(f"stored CUDA artifact says its cubin is {size!r} bytes")
-    return replace(CudaArtifact.from_stored(payload[:size], metadata), ptx=payload[size:])
+    if packing is None:
+        return replace(CudaArtifact.from_stored(payload[:size], metadata), ptx=payload[size:])
+    if packing != "zlib":
+        raise ValueError(f"stored CUDA artifact is packed with unknown {packing!r}")
+    try:
+        cubin = zlib.decompress(payload[:size])
+    except zlib.error as e:
+        raise ValueError(f"stored CUDA cubin does not decompress: {e}") from None
+    return replace(CudaArtifact.from_stored(cubin, metadata), packed_ptx=payload[size:])
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,7 +252,7 @@ class CudaTarget(CompilationTarget[Variant, CudaArtifact, CudaKernelHandle]):
             driver.cuLinkCreate, 0, [], [], what="start the driver's linker", error=CompilationError
         )
         try:
-            text = artifact.ptx + b"\0"
+            text = artifact.ptx_text() + b"\0"
             call(
                 driver.cuLinkAddData,
                 state,
@@ -269,14 +285,14 @@ class CudaTarget(CompilationTarget[Variant, CudaArtifact, CudaKernelHandle]):
             id,
             artifact.arch,
         )
-        artifact = replace(artifact, cubin=cubin, arch=self._compiler.arch, ptx=b"")
+        artifact = replace(artifact, cubin=cubin, arch=self._compiler.arch, ptx=b"", packed_ptx=b"")
         self.store(id, artifact, None)
         return artifact
 
     def store(self, id: ArtifactId[Variant], artifact: CudaArtifact, source: str | None) -> bool:
         ingredients = {"arch": artifact.arch}
         payload, metadata = packed(artifact)
-        return self._store.store(id, payload, metadata, source, ingredients)
+        return self._store.store(id, payload, metadata, source, ingredients, compress=False)
 
     def abandon(self, id: ArtifactId[Variant]) -> None:
         """``id`` failed and will not be stored: hosts of a fleet waiting for it compile it."""

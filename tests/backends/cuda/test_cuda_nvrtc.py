@@ -4,6 +4,7 @@ and the source, compiles counted, cube_dim validated, artifacts through the stor
 from __future__ import annotations
 
 import dataclasses
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -75,7 +76,7 @@ def test_an_artifact_round_trips_through_its_stored_form(built: Any) -> None:
     _, artifacts = built
     artifact = artifacts["halves_bf16"]
     assert artifact.ptx.startswith(b"//") and b".entry cubejit_kernel" in artifact.ptx
-    assert unpacked(*packed(artifact)) == artifact
+    assert unpacked(*packed(artifact)).with_ptx_unpacked() == artifact
     with pytest.raises(ValueError, match="format"):
         CudaArtifact.from_stored(artifact.cubin, {**artifact.metadata(), "format": 99})
     with pytest.raises(ValueError, match="ELF"):
@@ -173,16 +174,16 @@ def test_cuda_artifacts_go_through_the_store_and_a_bundle(store_root: Path, tmp_
     store = environment.ArtifactStore("cuda", fingerprint((9, 0)))
     target = CudaTarget(None, compiler, store)
     assert target.store(id, artifact, lowered.source)
-    assert target.stored(id) == artifact
+    assert unpacked_ptx(target.stored(id)) == artifact
     renamed = dataclasses.replace(spec.kernel, name="renamed")
     assert target.stored(ArtifactId(IRSpec(renamed).id(), None)) is None
-    assert target.stored_for_source(lowered.source) == artifact
+    assert unpacked_ptx(target.stored_for_source(lowered.source)) == artifact
     bundle = tmp_path / "cuda.bundle"
     assert environment.export_bundle(bundle, namespaces=["cuda/"]) == 2
     environment.activate("elsewhere")
     assert target.stored(id) is None
     environment.import_bundle(bundle)
-    assert target.stored(id) == artifact
+    assert unpacked_ptx(target.stored(id)) == artifact
     ENVIRONMENTS.reset()
 
 
@@ -204,3 +205,56 @@ class _Recording:
 
     def source(self, text: str) -> None:
         pass
+
+
+def unpacked_ptx(artifact: CudaArtifact | None) -> CudaArtifact | None:
+    return None if artifact is None else artifact.with_ptx_unpacked()
+
+
+@pytest.mark.cuda_packages
+def test_a_stored_cuda_artifact_keeps_cubin_and_ptx_compressed_apart_and_loads_the_cubin_alone(
+    store_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    compiler = CudaCompiler("sm_80")
+    spec = CASES[0].spec
+    id = ArtifactId(spec.id(), None)
+    lowered, artifact = lowered_and_compiled(compiler, spec)
+    payload, metadata = packed(artifact)
+    size = metadata["cubin_size"]
+    assert metadata["packing"] == "zlib" and isinstance(size, int)
+    assert zlib.decompress(payload[:size]) == artifact.cubin
+    assert zlib.decompress(payload[size:]) == artifact.ptx
+    store = environment.ArtifactStore("cuda", "sm_80-apart")
+    target = CudaTarget(None, compiler, store)
+    assert target.store(id, artifact, lowered.source)
+    inflated: list[int] = []
+    real = zlib.decompress
+
+    def counting(data: bytes, *args: Any) -> bytes:
+        inflated.append(len(data))
+        return real(data, *args)
+
+    monkeypatch.setattr(zlib, "decompress", counting)
+    found = target.stored(id)
+    assert found is not None and found.cubin == artifact.cubin and found.ptx == b""
+    assert inflated == [size]
+    assert found.portable_ptx() and found.ptx_text() == artifact.ptx
+    assert found.with_ptx_unpacked() == artifact
+
+
+@pytest.mark.cuda_packages
+def test_cuda_entries_stored_before_cubin_and_ptx_were_compressed_apart_are_read(
+    store_root: Path,
+) -> None:
+    compiler = CudaCompiler("sm_80")
+    spec = CASES[0].spec
+    _, artifact = lowered_and_compiled(compiler, spec)
+    store = environment.ArtifactStore("cuda", "sm_80-before")
+    target = CudaTarget(None, compiler, store)
+    with_ptx = ArtifactId(spec.id(), None)
+    cubin_only = ArtifactId(spec.id(), (None, 1))
+    metadata = {**artifact.metadata(), "cubin_size": len(artifact.cubin)}
+    store.store(with_ptx, artifact.cubin + artifact.ptx, metadata, None)
+    store.store(cubin_only, artifact.cubin, artifact.metadata(), None)
+    assert target.stored(with_ptx) == artifact
+    assert target.stored(cubin_only) == dataclasses.replace(artifact, ptx=b"")

@@ -58,7 +58,7 @@ def test_a_newer_gpu_is_offered_the_portable_ptx_of_an_older_architecture(store_
     assert set(found) == set(ids())
     for artifact in found.values():
         assert artifact.cubin == b"" and artifact.arch == "sm_80"
-        assert b".target sm_80" in artifact.ptx
+        assert b".target sm_80" in artifact.ptx_text()
 
 
 def test_ptx_made_for_one_architectures_own_instructions_is_never_offered(tmp_path, monkeypatch):

@@ -75,7 +75,7 @@ def _open_ahead(device: int) -> None:
 
 
 def _make(backend: str, device: int, check_bounds: bool) -> Client:
-    import cubejit.lang.identity  # noqa: F401 -- every first launch needs it: not there
+    import cubejit.lang.identity  # noqa: F401 -- here, so that no first launch imports it
 
     if backend == "cpu":
         from cubejit.backends.cpu.client import CpuClient

@@ -201,6 +201,20 @@ def from_dtype(dtype: np.dtype) -> Scalar | None:
 _BY_DTYPE: dict[np.dtype, Scalar | None] = {}
 
 
+def from_typestr(typestr: str) -> tuple[np.dtype, Scalar | None]:
+    """The dtype an array interface's ``typestr`` names and its scalar (:func:`from_dtype`),
+    from a table after the first time: another library's array is read at every launch. Raises
+    ``TypeError`` for a string that names no dtype."""
+    found = _BY_TYPESTR.get(typestr)
+    if found is None:
+        dtype = np.dtype(typestr)
+        found = _BY_TYPESTR[typestr] = dtype, from_dtype(dtype)
+    return found
+
+
+_BY_TYPESTR: dict[str, tuple[np.dtype, Scalar | None]] = {}
+
+
 def _scalar_of_dtype(dtype: np.dtype) -> Scalar | None:
     for name, numpy_name in _NUMPY.items():
         if name != "bf16" and np.dtype(numpy_name) == dtype:

@@ -20,7 +20,7 @@ import numpy as np
 
 import cubejit as cj
 from cubejit.errors import LaunchError
-from cubejit.ir.types import Scalar, f32, f64, from_dtype
+from cubejit.ir.types import Scalar, f32, f64, from_dtype, from_typestr
 from cubejit.runtime.protocol import Client
 from cubejit.std.replay import made_empty
 
@@ -126,16 +126,10 @@ def _device_operand(x: Any, client: Client | None, name: str) -> Operand:
         client = cj.client("cuda")
     elif client.backend != "cuda":
         raise LaunchError(f"{name} is a device array; on {client.backend} pass a host array")
-    typestr = interface["typestr"]
-    try:
-        dtype, scalar = _TYPES[typestr]
-    except KeyError:
-        dtype = np.dtype(typestr)
-        found = from_dtype(dtype)
-        if found is None:
-            raise LaunchError(f"{name}: cubejit has no element type for {dtype}") from None
-        scalar = found
-        _TYPES[typestr] = dtype, scalar
+    dtype, found = from_typestr(interface["typestr"])
+    if found is None:
+        raise LaunchError(f"{name}: cubejit has no element type for {dtype}")
+    scalar = found
     shape = interface["shape"]
     if type(shape) is not tuple:
         shape = tuple(int(e) for e in shape)
@@ -157,10 +151,6 @@ def _device_operand(x: Any, client: Client | None, name: str) -> Operand:
         if adopt is not None:
             adopt(ptr, interface.get("stream"), f"cubejit.std: {name}")
     return Operand(client, scalar, shape, strides, ptr, x, not readonly)
-
-
-_TYPES: dict[str, tuple[np.dtype, Scalar]] = {}
-"""The element type of each ``typestr`` seen."""
 
 
 @functools.lru_cache(maxsize=256)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from cubejit.errors import LaunchError
-from cubejit.ir.types import Scalar, bf16
+from cubejit.ir.types import Scalar, bf16, from_typestr
 from cubejit.runtime.arguments import BufferView, c_strides
 from cubejit.runtime.layout import U32_MAX
 from cubejit.runtime.lines import Layout
@@ -290,7 +290,7 @@ def _from_interface(interface: Any) -> DeviceArray:
     except (KeyError, TypeError, ValueError) as e:
         raise UnusableArray(f"its __cuda_array_interface__ is malformed ({e!r})") from None
     try:
-        dtype = np.dtype(typestr)
+        dtype, _ = from_typestr(typestr)
     except TypeError:
         raise UnusableArray(f"its __cuda_array_interface__ names no dtype ({typestr!r})") from None
     view = BufferView(

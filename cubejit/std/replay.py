@@ -8,13 +8,14 @@ cube count and argument, every argument said in terms of the call's own arrays (
 memory at an offset, under a shape and strides), of the empty buffers the call made
 (:func:`made_empty`) or of constants. A later call with the same signature reads its arrays'
 addresses, orders the client after their producers' streams as the first call did, makes new
-empty buffers and launches the same specs on views of them. A call that launches anything the
-record cannot say again (a buffer it filled, another library's array it made) is never
-replayed: its signature runs as written every time.
+empty buffers and launches the same specs on views of them (the very views of the last replay
+when its arrays are at the same addresses, so that the launch functions find their last
+arguments). A call that launches anything the record cannot say again (a buffer it filled,
+another library's array it made) is never replayed: its signature runs as written every time.
 
 The signature of an array argument is its element type, shape, strides, alignment to 16 bytes,
-writeability and client; of any other argument its type and value. Host arrays (the CPU
-backend) always run as written.
+writeability and client (a PyTorch tensor's read from its own methods); of any other argument
+its type and value. Host arrays (the CPU backend) always run as written.
 """
 
 from __future__ import annotations

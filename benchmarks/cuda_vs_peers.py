@@ -45,11 +45,8 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import json
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -57,8 +54,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from fresh_process import run_fresh
 
-ROOT = Path(__file__).resolve().parents[1]
 N_FIRST = 1 << 20
 N_OVERHEAD = 4096
 
@@ -131,21 +128,11 @@ print(json.dumps({{"seconds": seconds}}))
 """
 
 
-def first_launch(name: str, script: str, cache: dict[str, str]) -> dict[str, Any] | str:
+def first_launch(script: str, cache: dict[str, str]) -> dict[str, Any] | str:
     """Runs ``script`` in a fresh process with ``cache`` in its environment; its JSON line,
     or why it failed."""
-    with tempfile.NamedTemporaryFile("w", suffix=f"_{name}.py", delete=False) as f:
-        f.write(script)
-    environ = {**os.environ, **cache, "PYTHONPATH": str(ROOT)}
-    try:
-        done = subprocess.run(
-            [sys.executable, f.name], env=environ, capture_output=True, text=True, timeout=300
-        )
-    finally:
-        os.unlink(f.name)
-    if done.returncode != 0:
-        return (done.stderr.strip().splitlines() or ["failed"])[-1]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    ran = run_fresh(script, cache, timeout=300)
+    return ran.failure if ran.report is None else ran.report
 
 
 def cold_and_warm(work: Path) -> dict[str, tuple[Any, Any]]:
@@ -157,8 +144,8 @@ def cold_and_warm(work: Path) -> dict[str, tuple[Any, Any]]:
     results = {}
     for name, (script, variable) in peers.items():
         cache = {variable: str(work / f"cache-{name}")}
-        cold = first_launch(name, script, cache)
-        warm = first_launch(name, script, cache)
+        cold = first_launch(script, cache)
+        warm = first_launch(script, cache)
         results[name] = (cold, warm)
     return results
 
@@ -622,7 +609,6 @@ def bandwidth_rows() -> list[Row]:
 
 
 def warm_start_rows() -> list[Row]:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     import warm_start_cuda
 
     return [(m, ours, cupy, "", ratio) for m, ours, cupy, _, ratio in warm_start_cuda.rows()]

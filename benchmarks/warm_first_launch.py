@@ -19,15 +19,11 @@ the cProfile of one more warm process's measure instead (sorted by ``--sort``).
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from fresh_process import SAXPY, run_fresh
 
 CHILD = """
 import json, os, sys, time
@@ -36,14 +32,7 @@ import cubejit as cj
 
 client = cj.client({backend!r})
 
-
-@cj.kernel
-def saxpy(a: cj.f32, x: cj.Array[cj.f32], y: cj.Array[cj.f32], out: cj.Array[cj.f32],
-          k: cj.Comptime[int]):
-    i = cj.ABSOLUTE_POS
-    if i < out.len():
-        out[i] = a * x[i] + y[i] + cj.f32(k)
-
+{saxpy}
 
 n, kernels, profile = {n}, {kernels}, {profile!r}
 host = np.random.default_rng(0).random(n, dtype=np.float32)
@@ -95,20 +84,10 @@ print(json.dumps({{
 
 def run(script: str, store: Path) -> tuple[dict[str, float], str]:
     """One fresh process's measures, and what it wrote to stderr (a profile)."""
-    environ = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    environ.update(CUBEJIT_CACHE_DIR=str(store), PYTHONPATH=str(ROOT))
-    environ.pop("CUBEJIT_COMPILATION_CACHE", None)
-    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
-        f.write(script)
-    try:
-        done = subprocess.run(
-            [sys.executable, f.name], env=environ, capture_output=True, text=True, timeout=600
-        )
-    finally:
-        os.unlink(f.name)
-    if done.returncode != 0:
-        raise SystemExit(f"a process failed:\n{done.stderr}")
-    return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
+    ran = run_fresh(script, {"CUBEJIT_CACHE_DIR": str(store)})
+    if ran.report is None:
+        raise SystemExit(f"a process failed:\n{ran.stderr}")
+    return ran.report, ran.stderr
 
 
 def main() -> None:
@@ -123,6 +102,7 @@ def main() -> None:
 
     def script(profile: str | None) -> str:
         return CHILD.format(
+            saxpy=SAXPY,
             backend=options.backend,
             n=n,
             kernels=options.kernels,

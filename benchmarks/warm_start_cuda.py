@@ -23,17 +23,15 @@ CuPy optional.
 
 from __future__ import annotations
 
-import json
-import os
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+from fresh_process import ROOT, SAXPY, environment, run_fresh
+
 N = 1 << 20
 
 CUBEJIT = """
@@ -46,14 +44,7 @@ import cubejit as cj
 import_at = time.perf_counter()
 client = cj.client("cuda")
 client_at = time.perf_counter()
-
-@cj.kernel
-def saxpy(a: cj.f32, x: cj.Array[cj.f32], y: cj.Array[cj.f32], out: cj.Array[cj.f32],
-          k: cj.Comptime[int]):
-    i = cj.ABSOLUTE_POS
-    if i < out.len():
-        out[i] = a * x[i] + y[i] + cj.f32(k)
-
+{saxpy}
 n, kernels = {n}, {kernels}
 host = np.random.default_rng(0).random(n, dtype=np.float32)
 x, y, out = client.to_device(host), client.to_device(host), client.empty(n, cj.f32)
@@ -128,31 +119,10 @@ print(json.dumps({{
 def _run(script: str, environ: dict[str, str]) -> dict[str, Any] | str:
     """One fresh process: its JSON line with ``process`` (its wall time, from the parent) for
     the whole run, or why it failed."""
-    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
-        f.write(script)
-    try:
-        began = time.perf_counter()
-        done = subprocess.run(
-            [sys.executable, f.name],
-            env={**_without_bytecode_ban(), **environ, "PYTHONPATH": str(ROOT)},
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        wall = time.perf_counter() - began
-    finally:
-        os.unlink(f.name)
-    if done.returncode != 0:
-        return (done.stderr.strip().splitlines() or ["failed"])[-1][:60]
-    found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    found["process"] = wall
-    return found
-
-
-def _without_bytecode_ban() -> dict[str, str]:
-    """This process's environment without ``PYTHONDONTWRITEBYTECODE``: the peers' bytecode was
-    compiled when they were installed, so cubejit's must be cached too for a fair import."""
-    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    ran = run_fresh(script, environ)
+    if ran.report is None:
+        return ran.failure[:60]
+    return {**ran.report, "process": ran.seconds}
 
 
 def _compile_bytecode() -> None:
@@ -160,7 +130,7 @@ def _compile_bytecode() -> None:
     store, not Python compiling cubejit's modules (the peers' were compiled when installed)."""
     subprocess.run(
         [sys.executable, "-m", "compileall", "-q", str(ROOT / "cubejit")],
-        env=_without_bytecode_ban(),
+        env=environment(),
         check=True,
         capture_output=True,
     )
@@ -173,7 +143,7 @@ def measure(runs: int, kernels: int) -> dict[str, dict[str, Any] | str]:
     libraries = {"cubejit": (CUBEJIT, "CUBEJIT_CACHE_DIR"), "CuPy": (CUPY, "CUPY_CACHE_DIR")}
     results: dict[str, dict[str, Any] | str] = {}
     for name, (template, cache) in libraries.items():
-        script = template.format(n=N, kernels=kernels)
+        script = template.format(n=N, kernels=kernels, saxpy=SAXPY)
         _run(script, {cache: str(work / f"{name}-first")})
         environ = {cache: str(work / name)}
         cold = _run(script, environ)

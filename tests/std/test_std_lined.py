@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from std_devices import Device
 from test_std_reductions import _check
-from test_std_rows import TOLERANCE, _layer_norm, _softmax
+from test_std_rows import TOLERANCE, _layer_norm, _softmax, check_softmax_of_infinities_and_nans
 
 import cubejit as cj
 import cubejit.std as cs
@@ -79,14 +79,7 @@ def test_sliced_and_unaligned_rows_in_lines_match_numpy(device: Device) -> None:
 def test_softmax_in_lines_of_rows_with_infinities_and_nans_follows_numpys_formula(
     device: Device,
 ) -> None:
-    x = np.random.default_rng(5).standard_normal((4, 1028)).astype(np.float32)
-    x[0, 3] = -np.inf
-    x[1, :] = -np.inf
-    x[2, 5] = np.nan
-    got = device.get(cs.softmax(device.put(x)))
-    assert got[0, 3] == 0.0
-    assert np.isnan(got[1]).all() and np.isnan(got[2]).all()
-    np.testing.assert_allclose(got[[0, 3]], _softmax(x[[0, 3]]), rtol=0, atol=1e-7)
+    check_softmax_of_infinities_and_nans(device, 1028)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64])

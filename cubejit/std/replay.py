@@ -61,6 +61,9 @@ class Plan:
     """Shape and element type of each empty buffer, in the order made."""
     launches: tuple[tuple[KernelSpec, Any, tuple[Any, ...]], ...]
     result: Said | None
+    keeps_nothing: bool
+    """Whether the launches pass the call's arrays only through views, so that the plan may
+    keep the last replay's arguments (:attr:`bound`) without keeping any array alive."""
     scratch: list[Any] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     bound: tuple[tuple[KernelSpec, Any, tuple[Any, ...]], ...] = ()
@@ -109,7 +112,12 @@ class _Recording:
         return None
 
 
-_recording = threading.local()
+class _Now(threading.local):
+    now: _Recording | None = None
+    """The recording under way on this thread."""
+
+
+_recording = _Now()
 
 
 def launch(
@@ -118,7 +126,7 @@ def launch(
     """``kernel.launch(client, cube_count, cube_dim, *args, **comptime)``, recorded when a
     replayable call is being recorded on this thread."""
     spec, plain = kernel.resolve(cube_dim, args, comptime)
-    recording: _Recording | None = getattr(_recording, "now", None)
+    recording = _recording.now
     if recording is not None and client.backend == "cuda":
         recording.launches.append((spec, cube_count, tuple(recording.say(a) for a in plain)))
     client.launch(spec, cube_count, plain)
@@ -126,7 +134,7 @@ def launch(
 
 def made_empty(buffer: Any) -> Any:
     """Tells a recording that ``buffer`` was made empty by the call (a replay makes another)."""
-    recording: _Recording | None = getattr(_recording, "now", None)
+    recording = _recording.now
     if recording is not None:
         recording.made.append(buffer)
     return buffer
@@ -138,18 +146,18 @@ def replayed(fn: F) -> F:
 
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
-        if getattr(_recording, "now", None) is not None:
+        if _recording.now is not None:
             return fn(*args, **kwargs)
         seen = _signature(args, kwargs)
         if seen is None:
             return fn(*args, **kwargs)
-        key, arrays, client = seen
+        key, arrays, addresses, client = seen
         plan = plans.get(key, _UNKNOWN)
         if plan is _UNKNOWN:
             return _record(fn, args, kwargs, key, arrays, plans)
         if plan is None:
             return fn(*args, **kwargs)
-        return _replay(plan, arrays, client)
+        return _replay(plan, arrays, addresses, client)
 
     return call  # type: ignore[return-value]
 
@@ -175,18 +183,29 @@ def _record(
     plan = None
     if recording.sayable and (result is None or said is not None):
         made = tuple((b.shape, b.scalar) for b in recording.made)
-        plan = Plan(made, tuple(recording.launches), said)
+        launches = tuple(recording.launches)
+        plan = Plan(made, launches, said, _keeps_nothing(launches))
     if len(plans) >= PLANS_KEPT:
         plans.clear()
     plans[key] = plan
     return result
 
 
-def _replay(plan: Plan, arrays: list[tuple[Any, int, Any]], client: Any) -> Any:
-    for _, address, stream in arrays:
-        if address and stream is not _OWN:
-            client.adopt_address(address, stream, "cubejit.std: an argument")
+def _replay(
+    plan: Plan, arrays: list[tuple[Any, int, Any]], addresses: tuple[int, ...], client: Any
+) -> Any:
     result = plan.result
+    again = addresses == plan.bound_at
+    for _, address, stream in arrays:
+        # On the addresses of the last replay, whose devices were checked then, only the
+        # producers' streams are waited for again.
+        if address and stream is not _OWN and not (again and stream is None):
+            client.adopt_address(address, stream, "cubejit.std: an argument")
+    if again:
+        with plan.lock:
+            for spec, cube_count, args in plan.bound:
+                client.launch(spec, cube_count, args)
+        return None if result is None else _value(result, arrays, plan.scratch, True)
     fresh = result.index if result is not None and result.made else -1
     with plan.lock:
         if not plan.scratch:
@@ -196,26 +215,25 @@ def _replay(plan: Plan, arrays: list[tuple[Any, int, Any]], client: Any) -> Any:
             made = list(made)
             shape, scalar = plan.made[fresh]
             made[fresh] = client.empty(shape, scalar)
-        addresses = tuple([array[1] for array in arrays])
         launches = plan.bound
         if fresh >= 0 or addresses != plan.bound_at:
             launches = tuple(
                 (spec, cube_count, tuple(_value(a, arrays, made, False) for a in said_args))
                 for spec, cube_count, said_args in plan.launches
             )
-            if fresh < 0 and _holds_no_argument(plan):
+            if fresh < 0 and plan.keeps_nothing:
                 plan.bound, plan.bound_at = launches, addresses
         for spec, cube_count, args in launches:
             client.launch(spec, cube_count, args)
     return None if result is None else _value(result, arrays, made, True)
 
 
-def _holds_no_argument(plan: Plan) -> bool:
-    """Whether the plan's launches pass the call's arrays only through views (which a replay
-    makes without an owner), so that keeping them keeps no array of the caller alive."""
+def _keeps_nothing(launches: tuple[tuple[KernelSpec, Any, tuple[Any, ...]], ...]) -> bool:
+    """Whether ``launches`` pass the call's arrays only through views (which a replay makes
+    without an owner), so that keeping them keeps no array of the caller alive."""
     return all(
         type(a) is not Said or a.made or a.view is not None
-        for _, _, said_args in plan.launches
+        for _, _, said_args in launches
         for a in said_args
     )
 
@@ -242,56 +260,69 @@ _OWN: Any = object()
 
 def _signature(
     args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> tuple[tuple[Any, ...], list[tuple[Any, int, Any]], Any] | None:
-    """The call's signature, its arrays (each with its address and producer's stream) and its
-    client; ``None`` for a call that runs as written (host arrays, unhashable values)."""
+) -> tuple[tuple[Any, ...], list[tuple[Any, int, Any]], tuple[int, ...], Any] | None:
+    """The call's signature, its arrays (each with its address and producer's stream), their
+    addresses and its client; ``None`` for a call that runs as written (host arrays,
+    unhashable values)."""
     buffer_type = _buffer_type or _load_buffer_type()
     key: list[Any] = []
     arrays: list[tuple[Any, int, Any]] = []
+    addresses: list[int] = []
     client = None
     names: tuple[str, ...] = ()
     values = args
     if kwargs:
         client = kwargs.get("client")
-        names = tuple(sorted(kwargs))
-        values = (*args, *(kwargs[k] for k in names if k != "client"))
+        if client is None and len(kwargs) == 1:
+            names = (*kwargs,)
+            values = (*args, *kwargs.values())
+        else:
+            names = tuple(sorted(kwargs))
+            values = (*args, *[kwargs[k] for k in names if k != "client"])
     for value in values:
         kind = type(value)
-        if kind is buffer_type:
-            if client is None:
-                client = value.client
-            elif value.client is not client:
-                return None
-            key.append((value.scalar, value.shape, value.ptr % 16))
-            arrays.append((value, value.ptr, _OWN))
-            continue
         torch_like = _torch_types.get(kind)
-        if torch_like is None:
-            torch_like = _is_torch_tensor(value)
-            if torch_like is not None:
-                _torch_types[kind] = torch_like
         if torch_like:
             shape = value.shape
             if not value.is_cuda or 0 in shape:
                 return None
             ptr = value.data_ptr()
-            key.append((value.dtype, shape, value.stride(), ptr % 16, value.requires_grad))
+            key.append((value.dtype, shape, value.stride(), ptr & 15, value.requires_grad))
             arrays.append((value, ptr, None))
+            addresses.append(ptr)
             continue
+        if kind is buffer_type:
+            if client is None:
+                client = value.client
+            elif value.client is not client:
+                return None
+            ptr = value.ptr
+            key.append((value.scalar, value.shape, ptr & 15))
+            arrays.append((value, ptr, _OWN))
+            addresses.append(ptr)
+            continue
+        if torch_like is None:
+            torch_like = _is_torch_tensor(value)
+            if torch_like is not None:
+                _torch_types[kind] = torch_like
+                if torch_like:
+                    return _signature(args, kwargs)
         interface = getattr(value, "__cuda_array_interface__", None)
         if interface is not None:
             ptr, readonly = interface["data"]
+            ptr = int(ptr or 0)
             key.append(
                 (
                     interface["typestr"],
                     tuple(interface["shape"]),
                     _hashable(interface.get("strides")),
-                    (ptr or 0) % 16,
+                    ptr & 15,
                     not ptr,
                     readonly,
                 )
             )
-            arrays.append((value, int(ptr or 0), interface.get("stream")))
+            arrays.append((value, ptr, interface.get("stream")))
+            addresses.append(ptr)
             continue
         if value is None or kind in (int, bool, str):
             key.append((kind, value))
@@ -309,7 +340,7 @@ def _signature(
         return None
     key.append(client)
     key.append(names)
-    return tuple(key), arrays, client
+    return tuple(key), arrays, tuple(addresses), client
 
 
 _buffer_type: type | None = None

@@ -197,6 +197,25 @@ def test_a_torch_tensors_signature_is_read_from_its_methods_not_its_interface(
     assert operands, "another stride is another signature"
 
 
+def test_a_replay_on_the_same_addresses_asks_their_device_once_but_waits_on_streams_each_time() -> (
+    None
+):
+    client = KeepingClient()
+    x, out = TorchLike((8, 1024), (1024, 1), 1 << 30), TorchLike((8, 1024), (1024, 1), 1 << 29)
+    cs.softmax(x, out=out, client=client)
+    client.adopted.clear()
+    for _ in range(3):
+        cs.softmax(x, out=out, client=client)
+    assert client.adopted == [1 << 30, 1 << 29], "a stream-less array's device is asked once"
+    x._ptr = 1 << 31
+    cs.softmax(x, out=out, client=client)
+    assert client.adopted[2:] == [1 << 31, 1 << 29], "another address is asked again"
+    streamed = Foreign((8, 1024), 1 << 28)
+    for _ in range(3):
+        cs.softmax(streamed, out=out, client=client)
+    assert client.adopted[4:].count(1 << 28) == 3, "a producer's stream is waited on every call"
+
+
 @pytest.fixture(scope="module")
 def gpu() -> Any:
     try:

@@ -94,8 +94,11 @@ def _free_names(reading: Reading) -> list[tuple[str, object]]:
     found: list[tuple[str, object]] = []
     for name, chain in reading.chains:
         obj = _lookup(reading.fn, name)
-        for attr in chain:
+        for at, attr in enumerate(chain):
             if not isinstance(obj, types.ModuleType):
+                break
+            if obj.__name__ == "cubejit" or obj.__name__.startswith("cubejit."):
+                obj = _Own(".".join((obj.__name__, *chain[at:])))
                 break
             obj = getattr(obj, attr, None)
         if obj is not _MISSING:
@@ -104,8 +107,21 @@ def _free_names(reading: Reading) -> list[tuple[str, object]]:
     return found
 
 
+class _Own:
+    """A name of cubejit's own, read off one of its modules (``cj.exp``, ``cj.f32``): the build
+    id covers what it means, so it is not looked up, which would import the language's modules
+    on a warm process's first launch."""
+
+    __slots__ = ("path",)
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+
 def _meaning(obj: Any) -> Any:
     """A description of ``obj`` that is the same in every process for the same meaning."""
+    if isinstance(obj, _Own):
+        return ("cubejit", obj.path)
     if isinstance(obj, Function):
         return ("function", obj.reading.digest())
     if isinstance(obj, _TYPES):

@@ -14,7 +14,8 @@ It measures, and prints as one table with ratios:
   20,000 (each timed alone, the device synchronised every 1,000 outside the timing), through
   ``kernel.launch`` and through the client alone, beside a bare ``cuLaunchKernel`` through
   ``cuda.bindings`` (Python argument tuples, and a prebuilt argument array) and through
-  ``ctypes`` with a prebuilt argument array.
+  ``ctypes`` with a prebuilt argument array; and ``kernel.launch`` on PyTorch tensors beside
+  Triton's launch, which takes the same tensors.
 - **parallel compile**: 32 distinct heavy kernels (NVRTC-bound) compiled by a loader with
   ``parallelism=1``, then 32 others with ``parallelism=16``.
 - **generated code**: saxpy on 2**28 float32, bytes moved per second against a device-to-device
@@ -223,6 +224,17 @@ def launch_overheads(count: int) -> dict[str, float | str]:
     results["ctypes, prebuilt arguments"] = per_call_median(
         lambda: launch(f, cubes, 1, 1, 256, 1, 1, 0, s, a, None), client.sync, count
     )
+    try:
+        import torch
+
+        tx = torch.rand(n, device="cuda")
+        tout = torch.empty_like(tx)
+        saxpy.launch(client, cubes, 256, 2.0, tx, tx, tout)
+        results["cubejit, PyTorch tensors"] = per_call_median(
+            lambda: saxpy.launch(client, cubes, 256, 2.0, tx, tx, tout), client.sync, count
+        )
+    except ImportError as e:
+        results["cubejit, PyTorch tensors"] = f"n/a ({type(e).__name__})"
     results.update(peer_overheads(count))
     return results
 
@@ -442,6 +454,11 @@ def launch_rows(count: int) -> list[Row]:
     cupy, triton = overhead.pop("CuPy"), overhead.pop("Triton")
     times = [show(v, "us") for v in (ours, cupy, triton)]
     rows: list[Row] = [("launch overhead (median)", *times, "target <= 6 us")]
+    with_torch = overhead.pop("cubejit, PyTorch tensors")
+    ratio = ""
+    if isinstance(with_torch, float) and isinstance(triton, float):
+        ratio = f"{with_torch / triton:.2f}x Triton's (its launch takes PyTorch tensors)"
+    rows.append(("  the same with PyTorch tensors", show(with_torch, "us"), "", times[2], ratio))
     for name, value in overhead.items():
         label = name if name.startswith("cubejit") else f"bare cuLaunchKernel: {name}"
         rows.append((f"  {label}", show(value, "us"), "", "", ""))

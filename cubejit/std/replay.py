@@ -264,7 +264,7 @@ def _signature(
     """The call's signature, its arrays (each with its address and producer's stream), their
     addresses and its client; ``None`` for a call that runs as written (host arrays,
     unhashable values)."""
-    buffer_type = _buffer_type or _load_buffer_type()
+    buffer_type = _buffer_type or _load_backend()
     key: list[Any] = []
     arrays: list[tuple[Any, int, Any]] = []
     addresses: list[int] = []
@@ -282,6 +282,8 @@ def _signature(
     for value in values:
         kind = type(value)
         torch_like = _torch_types.get(kind)
+        if torch_like is None:
+            torch_like = _is_torch_tensor(value)
         if torch_like:
             shape = value.shape
             if not value.is_cuda or 0 in shape:
@@ -301,12 +303,6 @@ def _signature(
             arrays.append((value, ptr, _OWN))
             addresses.append(ptr)
             continue
-        if torch_like is None:
-            torch_like = _is_torch_tensor(value)
-            if torch_like is not None:
-                _torch_types[kind] = torch_like
-                if torch_like:
-                    return _signature(args, kwargs)
         interface = getattr(value, "__cuda_array_interface__", None)
         if interface is not None:
             ptr, readonly = interface["data"]
@@ -344,36 +340,21 @@ def _signature(
 
 
 _buffer_type: type | None = None
-""":class:`~cubejit.backends.cuda.buffer.CudaBuffer`, imported at the first call (the standard
-library imports no backend)."""
-
-
-def _load_buffer_type() -> type:
-    global _buffer_type
-    from cubejit.backends.cuda.buffer import CudaBuffer
-
-    _buffer_type = CudaBuffer
-    return CudaBuffer
-
-
+""":class:`~cubejit.backends.cuda.buffer.CudaBuffer`, imported at the first call with the two
+names below (the standard library imports no backend)."""
 _torch_types: dict[type, bool] = {}
-"""Whether each type of argument seen is PyTorch's tensor, whose signature is read from its own
-methods: its ``__cuda_array_interface__`` is built in Python at each read, which cost more than
-the rest of a replay."""
+_is_torch_tensor: Callable[[Any], bool]
 
 
-def _is_torch_tensor(value: Any) -> bool | None:
-    """Whether ``value``'s type is PyTorch's tensor, whose ``__cuda_array_interface__`` names no
-    stream (so that what its own methods say is all the interface would); ``None`` when this
-    value cannot tell (its interface cannot be read: on the host, or needing a gradient)."""
-    kind = type(value)
-    if kind.__module__.partition(".")[0] != "torch" or not hasattr(kind, "data_ptr"):
-        return False
-    try:
-        interface = value.__cuda_array_interface__
-    except (AttributeError, RuntimeError):
-        return None
-    return interface.get("stream") is None
+def _load_backend() -> type:
+    """Imports what a signature reads of the CUDA backend: its buffer type, and the one reader
+    of PyTorch's tensors that launches share (a tensor's signature is read from its methods)."""
+    global _buffer_type, _torch_types, _is_torch_tensor
+    from cubejit.backends.cuda import buffer
+
+    _torch_types, _is_torch_tensor = buffer.TORCH_TYPES, buffer.is_torch_tensor
+    _buffer_type = buffer.CudaBuffer
+    return buffer.CudaBuffer
 
 
 def _hashable(strides: Any) -> tuple[int, ...] | None:

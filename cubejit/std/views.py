@@ -20,7 +20,7 @@ import numpy as np
 
 import cubejit as cj
 from cubejit.errors import LaunchError
-from cubejit.ir.types import Scalar, f32, f64, from_dtype, from_typestr
+from cubejit.ir.types import Scalar, bf16, f32, f64, from_dtype, from_typestr
 from cubejit.runtime.protocol import Client
 from cubejit.std.replay import made_empty
 
@@ -102,9 +102,10 @@ def _base_of(x: np.ndarray) -> np.ndarray:
 
 def _device_operand(x: Any, client: Client | None, name: str) -> Operand:
     """A device array as an operand: a client's buffer as it is; another library's array
-    through ``__cuda_array_interface__``, checked to be on the client's device and ordered
-    after its producer's stream once, here, so that its views launch as they are."""
-    from cubejit.backends.cuda.buffer import CudaBuffer
+    as a launch reads one (``__cuda_array_interface__``, DLPack), checked to be on the client's
+    device and ordered after its producer's stream once, here, so that its views launch as
+    they are."""
+    from cubejit.backends.cuda.buffer import CudaBuffer, UnusableArray, device_array
 
     if isinstance(x, CudaBuffer):
         if client is None:
@@ -116,8 +117,13 @@ def _device_operand(x: Any, client: Client | None, name: str) -> Operand:
             )
         shape = x.shape
         return Operand(client, x.scalar, shape, _c_strides(shape), x.ptr, x)
-    interface = getattr(x, "__cuda_array_interface__", None)
-    if interface is None:
+    try:
+        foreign = device_array(x, None)
+    except UnusableArray as e:
+        raise LaunchError(f"{name} cannot be read: {e}") from None
+    except LookupError as e:
+        raise LaunchError(f"{name} lives in {e} memory, not on a CUDA device") from None
+    if foreign is None:
         raise LaunchError(
             f"{name}: a standard kernel takes a numpy array or a client's buffer, "
             f"not {type(x).__name__}"
@@ -126,31 +132,24 @@ def _device_operand(x: Any, client: Client | None, name: str) -> Operand:
         client = cj.client("cuda")
     elif client.backend != "cuda":
         raise LaunchError(f"{name} is a device array; on {client.backend} pass a host array")
-    dtype, found = from_typestr(interface["typestr"])
-    if found is None:
-        raise LaunchError(f"{name}: cubejit has no element type for {dtype}")
-    scalar = found
-    shape = interface["shape"]
-    if type(shape) is not tuple:
-        shape = tuple(int(e) for e in shape)
-    raw = interface.get("strides")
-    if raw is None:
+    found = foreign.view
+    scalar = bf16 if found.dtype == "bfloat16" else from_typestr(found.dtype)[1]
+    if scalar is None:
+        raise LaunchError(f"{name}: cubejit has no element type for {found.dtype}")
+    shape = found.shape
+    if found.strides is None:
         strides = _c_strides(shape)
     else:
-        item = dtype.itemsize
-        steps = []
-        for step in raw:
-            if step < 0 or step % item:
-                raise LaunchError(f"{name}: cubejit takes no negative or partial-element strides")
-            steps.append(int(step) // item)
-        strides = tuple(steps)
-    ptr, readonly = interface["data"]
-    ptr = int(ptr or 0)
+        item = found.itemsize
+        if any(step < 0 or step % item for step in found.strides):
+            raise LaunchError(f"{name}: cubejit takes no negative or partial-element strides")
+        strides = tuple(step // item for step in found.strides)
+    ptr = found.address
     if ptr and all(shape):
         adopt = getattr(client, "adopt_address", None)
         if adopt is not None:
-            adopt(ptr, interface.get("stream"), f"cubejit.std: {name}")
-    return Operand(client, scalar, shape, strides, ptr, x, not readonly)
+            adopt(ptr, foreign.stream, f"cubejit.std: {name}")
+    return Operand(client, scalar, shape, strides, ptr, x, found.writeable)
 
 
 @functools.lru_cache(maxsize=256)

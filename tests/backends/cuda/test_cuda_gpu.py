@@ -201,6 +201,18 @@ def test_pytorch_cuda_tensors_are_taken_without_a_copy(gpu: CudaClient) -> None:
         gpu.launch(spec, 6, (torch.randn(20, 40, device="cuda").t(), out))
 
 
+def test_pytorch_tensors_read_from_their_methods_are_what_their_interface_says(
+    gpu: CudaClient,
+) -> None:
+    torch = pytest.importorskip("torch")
+    from cubejit.backends.cuda.buffer import _from_interface, device_array
+
+    base = torch.randn(40, 70, device="cuda")
+    shaped = [base, base.t(), base[3:, 5:], base[:, ::2], base[:1], base.half().t()]
+    for t in [*shaped, torch.empty(0, 3, device="cuda"), torch.arange(9, device="cuda")]:
+        assert device_array(t, None) == _from_interface(t.__cuda_array_interface__), t.shape
+
+
 def test_a_device_buffer_names_its_size_shape_and_dtype_as_a_cpu_buffer_does(
     gpu: CudaClient,
 ) -> None:

@@ -54,6 +54,12 @@ class Scalar:
         """The numpy dtype of a buffer of this scalar (bf16 has none: ``uint16`` storage)."""
         return np.dtype(_NUMPY[self.name])
 
+    @property
+    def dtype_name(self) -> str:
+        """``dtype.name``, read from a table (numpy computes a dtype's name in Python, several
+        µs, and a launch compares it for every array of another library)."""
+        return _NUMPY[self.name]
+
     def __str__(self) -> str:
         return self.name
 
@@ -213,6 +219,18 @@ def from_typestr(typestr: str) -> tuple[np.dtype, Scalar | None]:
 
 
 _BY_TYPESTR: dict[str, tuple[np.dtype, Scalar | None]] = {}
+
+
+def name_of(dtype: np.dtype) -> str:
+    """``dtype.name`` from a table after the first time (numpy computes it in Python, several
+    µs: a launch reads it for every array of another library)."""
+    name = _NAMES.get(dtype)
+    if name is None:
+        name = _NAMES[dtype] = dtype.name
+    return name
+
+
+_NAMES: dict[np.dtype, str] = {}
 
 
 def _scalar_of_dtype(dtype: np.dtype) -> Scalar | None:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from cubejit.errors import LaunchError
-from cubejit.ir.types import bf16
+from cubejit.ir.types import name_of
 from cubejit.runtime.layout import SCALAR_FORMATS, U32_MAX, ParamSlot, SlotKind
 
 
@@ -44,7 +44,7 @@ class BufferView:
         """The view of a numpy array (a subclass such as ``np.memmap`` too)."""
         return cls(
             array.__array_interface__["data"][0],
-            array.dtype.name,
+            name_of(array.dtype),
             array.dtype.itemsize,
             array.shape,
             array.strides,
@@ -110,10 +110,14 @@ class ArgumentChecker:
     def __init__(self, kernel: str, slots: tuple[ParamSlot, ...]) -> None:
         self.kernel = kernel
         self.slots = slots
+        self._where = [
+            f"kernel {kernel}: argument {slot.name!r} ({slot.describe()})" for slot in slots
+        ]
 
     def where(self, index: int) -> str:
-        slot = self.slots[index]
-        return f"kernel {self.kernel}: argument {slot.name!r} ({slot.describe()})"
+        """Which argument ``index`` is, as messages name it (a launch with another library's
+        arrays names each where it orders the client's stream after its producer)."""
+        return self._where[index]
 
     def refuse(self, index: int, why: str) -> LaunchError:
         """The error for argument ``index``, ``why`` saying what is wrong with it."""
@@ -218,9 +222,9 @@ class ArgumentChecker:
 def matches(slot: ParamSlot, dtype: str) -> bool:
     """Whether a buffer of numpy ``dtype`` holds ``slot``'s elements (bf16 as 16-bit words
     too)."""
-    if slot.scalar == bf16:
+    if slot.scalar.name == "bf16":
         return dtype in ("uint16", "bfloat16")
-    return dtype == slot.scalar.dtype.name
+    return dtype == slot.scalar.dtype_name
 
 
 def scalar_fits(slot: ParamSlot, value: Any) -> bool:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from cubejit.errors import LaunchError
-from cubejit.ir.types import Scalar, bf16, from_typestr
+from cubejit.ir.types import Scalar, bf16, from_typestr, name_of
 from cubejit.runtime.arguments import BufferView, c_strides
 from cubejit.runtime.layout import U32_MAX
 from cubejit.runtime.lines import Layout
@@ -28,7 +28,7 @@ blocking stream such as a client's is already ordered after."""
 
 def dtype_name(scalar: Scalar) -> str:
     """How a buffer of ``scalar`` names its elements (numpy's names; ``bfloat16`` for bf16)."""
-    return "bfloat16" if scalar == bf16 else scalar.dtype.name
+    return "bfloat16" if scalar == bf16 else scalar.dtype_name
 
 
 class CudaBuffer:
@@ -322,7 +322,7 @@ def _torch_array(value: Any) -> DeviceArray | None:
         described = _torch_dtypes.get(value.dtype)
         if described is None:
             dtype, _ = from_typestr(str(value.__cuda_array_interface__["typestr"]))
-            described = _torch_dtypes[value.dtype] = dtype.name, dtype.itemsize
+            described = _torch_dtypes[value.dtype] = name_of(dtype), dtype.itemsize
         name, itemsize = described
         strides = None if value.is_contiguous() else tuple(s * itemsize for s in value.stride())
         ptr = value.data_ptr() if value.numel() else 0
@@ -347,7 +347,7 @@ def _from_interface(interface: Any) -> DeviceArray:
         raise UnusableArray(f"its __cuda_array_interface__ names no dtype ({typestr!r})") from None
     view = BufferView(
         int(ptr or 0),
-        dtype.name,
+        name_of(dtype),
         dtype.itemsize,
         shape,
         None if strides is None else tuple(int(s) for s in strides),

@@ -54,6 +54,15 @@ _FOLDABLE = {
     BinaryOp.SHR: lambda a, b: a >> b,
 }
 
+_COMPARED = {
+    BinaryOp.EQ: lambda a, b: a == b,
+    BinaryOp.NE: lambda a, b: a != b,
+    BinaryOp.LT: lambda a, b: a < b,
+    BinaryOp.LE: lambda a, b: a <= b,
+    BinaryOp.GT: lambda a, b: a > b,
+    BinaryOp.GE: lambda a, b: a >= b,
+}
+
 
 class CooperationRules(ExpressionRules):
     """The cooperation half of the call translator."""
@@ -69,6 +78,20 @@ class CooperationRules(ExpressionRules):
             v = value.value
             return v if isinstance(v, int) and not isinstance(v, bool) else None
         return self._fold(value)
+
+    def expr_Compare(self, node: ast.Compare) -> Value:
+        """A comparison, folded to a constant when it compares ints known now
+        (``cj.CUBE_DIM > cj.PLANE_DIM``): the spec fixes them, so an ``if`` on one keeps only
+        the branch taken, and a buffer declared in the other is never made."""
+        value = super().expr_Compare(node)
+        if isinstance(value, Binary) and value.op in _COMPARED:
+            try:
+                a, b = self._fold(value.lhs), self._fold(value.rhs)
+            except Problem:
+                return value
+            if a is not None and b is not None:
+                return Literal(bool(_COMPARED[value.op](a, b)))
+        return value
 
     def _fold(self, e: Expr) -> int | None:
         if isinstance(e, Const):

@@ -6,7 +6,9 @@ one value per unit over the whole cube.
 A cube-wide reduction runs in two levels: each plane reduces its lanes (``plane_sum``,
 ``plane_max``, ``plane_min``), its first lane leaves the plane's result in shared memory, and
 the first plane reduces those. On the CPU a plane is one unit, so the second level is a loop
-over the cube's units. Every unit gets the result. The operation is a comptime int: ``SUM``,
+over the cube's units. A cube of one plane has no second level: ``CUBE_DIM > PLANE_DIM`` is a
+constant once the kernel is specialised, so its shared memory and barriers are never made. Every
+unit gets the result. The operation is a comptime int: ``SUM``,
 ``MAX`` or ``MIN``; ``max`` and ``min`` follow the language (a NaN loses to any number).
 """
 

@@ -12,6 +12,7 @@ import cubejit as cj
 from cubejit.backends.cpu.capabilities import cpu_capabilities
 from cubejit.backends.cpu.compiler import CPU_LIMITS, compiler_runs
 from cubejit.errors import CompilationError, ValidationError
+from cubejit.ir import nodes as ir_nodes
 from cubejit.ir.nodes import BufferKind
 from cubejit.ir.validate import validate_for
 
@@ -38,6 +39,28 @@ def test_buffer_sizes_are_folded_from_comptime_values_cube_dim_and_plane_dim() -
     sizes = {b.kind: b.size for b in ir.allocations}
     assert sizes == {BufferKind.SHARED: 16 * 5 + 16, BufferKind.LOCAL: 4}
     assert "96i32" in str(ir)
+
+
+def test_an_if_on_cube_dim_and_plane_dim_keeps_the_branch_taken_and_its_buffers_alone() -> None:
+    @cj.kernel
+    def staged(x: cj.Array[cj.f32], n: cj.u32):
+        v = x[cj.UNIT_POS]
+        if cj.CUBE_DIM > cj.PLANE_DIM:
+            partial = cj.SharedMemory[cj.f32](cj.CUBE_DIM // cj.PLANE_DIM)
+            partial[cj.UNIT_POS // cj.PLANE_DIM] = v
+            cj.sync_cube()
+            v = partial[0]
+        if cj.CUBE_DIM_Y != 1 and n > 1:
+            v = v + 1.0
+        x[cj.UNIT_POS] = v
+
+    one_plane = staged.specialize(32).define(plane_dim=32)
+    assert one_plane.allocations == () and not one_plane.has(ir_nodes.SyncCube)
+    assert not one_plane.has(ir_nodes.If), "a comptime-false side of `and` decides it"
+    planes = staged.specialize(256).define(plane_dim=32)
+    assert [b.size for b in planes.allocations] == [8] and planes.has(ir_nodes.SyncCube)
+    assert not any(isinstance(s, ir_nodes.If) for s in planes.body)
+    assert staged.specialize((32, 2)).define(plane_dim=32).has(ir_nodes.If)
 
 
 def test_a_size_known_only_at_run_time_is_refused() -> None:

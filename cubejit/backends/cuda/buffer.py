@@ -42,6 +42,8 @@ class CudaBuffer:
         "__weakref__",
         "_free",
         "client",
+        "contiguous",
+        "flat",
         "n",
         "ndim",
         "ptr",
@@ -72,6 +74,11 @@ class CudaBuffer:
         self.ndim = len(self.shape)
         self.words: tuple[int, ...] = (self.ndim, *self.shape, *c_strides(self.shape, 1))
         """What a tensor slot passes after the pointer: rank, shape, strides (elements)."""
+        self.flat = n
+        """As a :class:`CudaView`'s: the element count of a C-contiguous one, which a buffer
+        is (a launch takes buffers and views alike)."""
+        self.contiguous = 1
+        """As a :class:`CudaView`'s: stride 1 innermost."""
         self._free = free
 
     @property

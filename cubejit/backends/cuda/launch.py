@@ -73,6 +73,10 @@ _UNSEEN = object()
 """What a launch function remembers before its first launch, and after a launch it must not
 repeat: no cube_count or argument is ever this object."""
 
+OURS = (CudaBuffer, CudaView)
+"""A client's own memory, which a launch takes as it is: a buffer, or a view of one (each
+with its pointer, element count, tensor words and contiguity, under the same names)."""
+
 
 def _unseen() -> object:
     return _UNSEEN
@@ -214,14 +218,10 @@ def _first_sight(key: tuple[Any, ...]) -> list[str]:
     values = []
     tensors = []
     for j, (kind, rank, is_bf16, _) in enumerate(slots):
-        own = f"type(a{j}) is Buffer and a{j}.client is client and a{j}.scalar is s{j}"
+        own = f"type(a{j}) in OURS and a{j}.client is client and a{j}.scalar is s{j}"
         if kind == "array":
-            view = f"type(a{j}) is View and a{j}.client is client and a{j}.scalar is s{j}"
             lines += [
-                f"    if {own}:",
-                f"        p{j} = a{j}.ptr",
-                f"        n{j} = a{j}.n",
-                f"    elif {view} and a{j}.flat >= 0:",
+                f"    if {own} and a{j}.flat >= 0:",
                 f"        p{j} = a{j}.ptr",
                 f"        n{j} = a{j}.flat",
                 "    else:",
@@ -230,15 +230,8 @@ def _first_sight(key: tuple[Any, ...]) -> list[str]:
             ]
             values += [f"p{j}", f"n{j}"]
         elif kind == "tensor":
-            view = f"type(a{j}) is View and a{j}.client is client and a{j}.scalar is s{j}"
-            view += f" and a{j}.ndim == {rank}"
             lines += [
                 f"    if {own} and a{j}.ndim == {rank}:",
-                f"        p{j} = a{j}.ptr",
-                f"        n{j} = a{j}.n",
-                f"        t{j} = a{j}.words",
-                f"        c{j} = 1",
-                f"    elif {view}:",
                 f"        p{j} = a{j}.ptr",
                 f"        n{j} = a{j}.n",
                 f"        t{j} = a{j}.words",
@@ -510,29 +503,15 @@ class Launcher:
                     if kind is SlotKind.SCALAR:
                         values.append(self._bf16(a) if is_bf16 else a)
                         continue
-                    own = type(a) is CudaBuffer and a.client is client and a.scalar is scalar
+                    own = type(a) in OURS and a.client is client and a.scalar is scalar
                     if kind is SlotKind.ARRAY:
-                        if own:
-                            p, n = a.ptr, a.n
-                        elif (
-                            type(a) is CudaView
-                            and a.client is client
-                            and a.scalar is scalar
-                            and a.flat >= 0
-                        ):
+                        if own and a.flat >= 0:
                             p, n = a.ptr, a.flat
                         else:
                             p, n = self._array(j, a)
                         values += (p, n)
                     else:
                         if own and a.ndim == rank:
-                            p, n, words, contiguous = a.ptr, a.n, a.words, 1
-                        elif (
-                            type(a) is CudaView
-                            and a.client is client
-                            and a.scalar is scalar
-                            and a.ndim == rank
-                        ):
                             p, n, words, contiguous = a.ptr, a.n, a.words, a.contiguous
                         else:
                             p, n, words, contiguous = self._tensor(j, a)
@@ -597,8 +576,7 @@ class Launcher:
         lock = threading.Lock()
         bx, by, bz = cube_dim
         names: dict[str, Any] = {
-            "Buffer": CudaBuffer,
-            "View": CudaView,
+            "OURS": OURS,
             "client": self._client,
             "array_arg": self._array,
             "tensor_arg": self._tensor,

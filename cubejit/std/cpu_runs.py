@@ -22,6 +22,7 @@ import cubejit as cj
 from cubejit.ir.types import Scalar
 from cubejit.lang import Kernel
 from cubejit.runtime.lines import line_size
+from cubejit.std.bin_rule import numpy_bin
 from cubejit.std.cube import combine
 from cubejit.std.views import Operand, accumulator, new_array, operand
 
@@ -213,17 +214,6 @@ def _packed(array: Any, client: Any, shape: tuple[int, int, int]) -> Operand:
 
 @functools.cache
 def histogram_kernel(T: Scalar, C: Scalar) -> Kernel:
-    @cj.function
-    def bin_of(v: C, lo: C, per_bin: C, edges: cj.Array[C], bins: cj.u32) -> cj.i32:  # type: ignore[valid-type]
-        b = cj.i32(-1)
-        if v >= lo and v <= edges[bins]:
-            b = min(cj.i32(C(v - lo) * per_bin), cj.i32(bins) - 1)
-            if v < edges[b]:
-                b -= 1
-            if b != cj.i32(bins) - 1 and v >= edges[b + 1]:
-                b += 1
-        return b
-
     @cj.kernel
     def count_run_walk(
         x: cj.Tensor[T, 3],  # type: ignore[valid-type]
@@ -251,7 +241,8 @@ def histogram_kernel(T: Scalar, C: Scalar) -> Kernel:
                 if d >= 0 and d <= cj.i64(BINS):
                     local[min(cj.i32(d), cj.i32(BINS - 1))] += cj.u32(1)
             else:
-                b = bin_of(C(T(x[i, k, e])), lo, per_bin, edges, cj.u32(BINS))
+                v = C(T(x[i, k, e]))
+                b = numpy_bin(v, lo, C(v - lo) * per_bin, edges, cj.u32(BINS))
                 if b >= 0:
                     local[b] += cj.u32(1)
         for j in range(BINS):

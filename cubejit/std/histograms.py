@@ -27,6 +27,7 @@ from cubejit.errors import LaunchError
 from cubejit.ir.types import Scalar, f32, f64, i64
 from cubejit.lang import Kernel
 from cubejit.std import cpu_runs, integer_bins
+from cubejit.std.bin_rule import numpy_bin
 from cubejit.std.integer_bins import IntegerBins
 from cubejit.std.views import operand, output, try_fold
 
@@ -51,19 +52,6 @@ def _compute_type(scalar: Scalar) -> Scalar:
 def histogram_kernel(T: Scalar) -> Kernel:
     C = _compute_type(T)
 
-    @cj.function
-    def bin_of(v: C, lo: C, span: C, edges: cj.Array[C], bins: cj.u32) -> cj.i32:  # type: ignore[valid-type]
-        b = cj.i32(-1)
-        if v >= lo and v <= edges[bins]:
-            b = cj.i32((v - lo) / span * C(bins))
-            if b == cj.i32(bins):
-                b -= 1
-            if v < edges[b]:
-                b -= 1
-            if b != cj.i32(bins) - 1 and v >= edges[b + 1]:
-                b += 1
-        return b
-
     @cj.kernel
     def count_bins(
         x: cj.Tensor[T, 3],  # type: ignore[valid-type]
@@ -84,38 +72,23 @@ def histogram_kernel(T: Scalar) -> Kernel:
             for j in range(cj.UNIT_POS, bins, cj.CUBE_DIM):
                 local[j].store(0)
             cj.sync_cube()
-            for r in range(R):
-                e = base + cj.u32(r) * cj.CUBE_DIM
-                if e < n:
-                    row = e // cols
-                    b = bin_of(
-                        C(T(x[row // x.shape(1), row % x.shape(1), e % cols])),
-                        lo,
-                        span,
-                        edges,
-                        bins,
-                    )
-                    if b >= 0:
+        for r in range(R):
+            e = base + cj.u32(r) * cj.CUBE_DIM
+            if e < n:
+                row = e // cols
+                v = C(T(x[row // x.shape(1), row % x.shape(1), e % cols]))
+                b = numpy_bin(v, lo, (v - lo) / span * C(bins), edges, bins)
+                if b >= 0:
+                    if PRIVATE:
                         local[b].fetch_add(1)
+                    else:
+                        counts[b].fetch_add(cj.i64(1))
+        if PRIVATE:
             cj.sync_cube()
             for j in range(cj.UNIT_POS, bins, cj.CUBE_DIM):
                 c = local[j].load()
                 if c > 0:
                     counts[j].fetch_add(cj.i64(c))
-        else:
-            for r in range(R):
-                e = base + cj.u32(r) * cj.CUBE_DIM
-                if e < n:
-                    row = e // cols
-                    b = bin_of(
-                        C(T(x[row // x.shape(1), row % x.shape(1), e % cols])),
-                        lo,
-                        span,
-                        edges,
-                        bins,
-                    )
-                    if b >= 0:
-                        counts[b].fetch_add(cj.i64(1))
 
     return count_bins
 

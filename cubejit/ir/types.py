@@ -55,9 +55,10 @@ class Scalar:
         return np.dtype(_NUMPY[self.name])
 
     @property
-    def dtype_name(self) -> str:
-        """``dtype.name``, read from a table (numpy computes a dtype's name in Python, several
-        µs, and a launch compares it for every array of another library)."""
+    def numpy_name(self) -> str:
+        """The name of :attr:`dtype` (``uint16`` for bf16), read from a table: numpy computes a
+        dtype's name in Python, several µs, and a launch compares it for every array of another
+        library."""
         return _NUMPY[self.name]
 
     def __str__(self) -> str:

@@ -224,7 +224,7 @@ def matches(slot: ParamSlot, dtype: str) -> bool:
     too)."""
     if slot.scalar.name == "bf16":
         return dtype in ("uint16", "bfloat16")
-    return dtype == slot.scalar.dtype_name
+    return dtype == slot.scalar.numpy_name
 
 
 def scalar_fits(slot: ParamSlot, value: Any) -> bool:

@@ -28,7 +28,7 @@ blocking stream such as a client's is already ordered after."""
 
 def dtype_name(scalar: Scalar) -> str:
     """How a buffer of ``scalar`` names its elements (numpy's names; ``bfloat16`` for bf16)."""
-    return "bfloat16" if scalar == bf16 else scalar.dtype_name
+    return "bfloat16" if scalar == bf16 else scalar.numpy_name
 
 
 class CudaBuffer:

@@ -5,6 +5,7 @@ tensor type here, and real tensors launched on the GPU in ``tests/std``."""
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -71,10 +72,16 @@ class Tensor:
 
 
 @pytest.fixture(autouse=True)
-def unseen(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test starts as a process that has seen no tensor type or dtype yet."""
-    monkeypatch.setattr(buffer, "TORCH_TYPES", {})
-    monkeypatch.setattr(buffer, "_torch_dtypes", {})
+def unseen() -> Iterator[None]:
+    """Each test starts as a process that has seen no tensor type or dtype yet; what the
+    process had learnt is given back after it."""
+    learnt = dict(buffer.TORCH_TYPES), dict(buffer._torch_dtypes)
+    buffer.TORCH_TYPES.clear()
+    buffer._torch_dtypes.clear()
+    yield
+    for table, entries in zip((buffer.TORCH_TYPES, buffer._torch_dtypes), learnt, strict=True):
+        table.clear()
+        table.update(entries)
 
 
 @pytest.mark.parametrize(

@@ -197,9 +197,7 @@ def test_a_torch_tensors_signature_is_read_from_its_methods_not_its_interface(
     assert operands, "another stride is another signature"
 
 
-def test_a_replay_on_the_same_addresses_asks_their_device_once_but_waits_on_streams_each_time() -> (
-    None
-):
+def test_a_replay_at_the_last_addresses_asks_no_device_again_but_waits_on_streams() -> None:
     client = KeepingClient()
     x, out = TorchLike((8, 1024), (1024, 1), 1 << 30), TorchLike((8, 1024), (1024, 1), 1 << 29)
     cs.softmax(x, out=out, client=client)

@@ -123,17 +123,28 @@ def _expression(fn: types.FunctionType, tokens: list[str], at: int) -> tuple[obj
     return value, at
 
 
-def _lookup(fn: types.FunctionType, name: str) -> object:
-    """What ``name`` means to ``fn``: closure, globals, then builtins (as
-    :meth:`~cubejit.lang.source.PySource.lookup`)."""
+MISSING = object()
+""":func:`lookup`'s answer for a name that means nothing to the function."""
+
+
+def lookup(fn: Callable[..., Any], name: str) -> object:
+    """What ``name`` means to ``fn`` outside its own locals: its closure, its module's globals,
+    then builtins; :data:`MISSING` when nothing. The one reading of a name that the signature,
+    the frontend and a kernel's identity all share."""
     code = fn.__code__
     if name in code.co_freevars and fn.__closure__ is not None:
         try:
             return fn.__closure__[code.co_freevars.index(name)].cell_contents
         except ValueError:
-            raise _Unsure from None
+            return MISSING
     if name in fn.__globals__:
         return fn.__globals__[name]
-    if hasattr(builtins, name):
-        return getattr(builtins, name)
-    raise _Unsure
+    return getattr(builtins, name, MISSING)
+
+
+def _lookup(fn: types.FunctionType, name: str) -> object:
+    """:func:`lookup`, unsure of a name that means nothing."""
+    found = lookup(fn, name)
+    if found is MISSING:
+        raise _Unsure
+    return found

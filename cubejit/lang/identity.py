@@ -17,7 +17,6 @@ sure, the parsed source answers that part, as it always did.
 
 from __future__ import annotations
 
-import builtins
 import enum
 import hashlib
 import textwrap
@@ -30,6 +29,7 @@ import numpy as np
 from cubejit.compile.id import stable_digest
 from cubejit.ir.types import ArrayType, Scalar, TensorType
 from cubejit.lang.annotations import ComptimeType
+from cubejit.lang.declaration import MISSING, lookup
 from cubejit.lang.free_names import free_chains
 from cubejit.lang.function import Function
 from cubejit.lang.source_lines import unparsed_source_lines
@@ -37,7 +37,6 @@ from cubejit.lang.source_lines import unparsed_source_lines
 if TYPE_CHECKING:
     from cubejit.lang.source import PySource
 
-_MISSING = object()
 _TYPES = (Scalar, ArrayType, TensorType, ComptimeType)
 _NUMPY_SCALARS = (np.bool_, np.integer, np.floating)
 
@@ -72,20 +71,6 @@ def read(fn: Callable[..., Any], parsed: Callable[[], PySource]) -> Reading:
     return Reading(fn, text, parsed().free_chains if chains is None else chains)
 
 
-def _lookup(fn: Callable[..., Any], name: str) -> Any:
-    """What ``name`` means to ``fn`` outside its own locals: closure, globals, then builtins
-    (as :meth:`~cubejit.lang.source.PySource.lookup`)."""
-    code = fn.__code__
-    if name in code.co_freevars and fn.__closure__ is not None:
-        try:
-            return fn.__closure__[code.co_freevars.index(name)].cell_contents
-        except ValueError:
-            return _MISSING
-    if name in fn.__globals__:
-        return fn.__globals__[name]
-    return getattr(builtins, name, _MISSING)
-
-
 def _free_names(reading: Reading) -> list[tuple[str, object]]:
     """Each free name or ``module.attr`` chain of ``reading`` and the object it means now
     (looked up once per reading: an identity asks twice, for its functions and its names)."""
@@ -93,7 +78,7 @@ def _free_names(reading: Reading) -> list[tuple[str, object]]:
         return reading._names
     found: list[tuple[str, object]] = []
     for name, chain in reading.chains:
-        obj = _lookup(reading.fn, name)
+        obj = lookup(reading.fn, name)
         for at, attr in enumerate(chain):
             if not isinstance(obj, types.ModuleType):
                 break
@@ -101,7 +86,7 @@ def _free_names(reading: Reading) -> list[tuple[str, object]]:
                 obj = _Own(".".join((obj.__name__, *chain[at:])))
                 break
             obj = getattr(obj, attr, None)
-        if obj is not _MISSING:
+        if obj is not MISSING:
             found.append((".".join((name, *chain)), obj))
     reading._names = found
     return found

@@ -9,7 +9,6 @@ builtins, as Python would) and how to point at a line of it in an error message.
 from __future__ import annotations
 
 import ast
-import builtins
 import functools
 import hashlib
 import inspect
@@ -18,10 +17,8 @@ from collections.abc import Callable
 from typing import Any
 
 from cubejit.errors import UnsupportedError
-from cubejit.lang.declaration import qualified_name
+from cubejit.lang.declaration import MISSING, lookup, qualified_name
 from cubejit.lang.source_lines import parsed_source_lines
-
-_MISSING = object()
 
 
 class Problem(Exception):
@@ -160,18 +157,10 @@ class PySource:
         return hashlib.sha256(self.text.encode()).hexdigest()
 
     def lookup(self, name: str) -> Any:
-        """What ``name`` means to the function outside its own locals: closure, globals, then
-        builtins. Returns a private sentinel (see :func:`is_missing`) when it means nothing."""
-        code = self.fn.__code__
-        if name in code.co_freevars and self.fn.__closure__ is not None:
-            cell = self.fn.__closure__[code.co_freevars.index(name)]
-            try:
-                return cell.cell_contents
-            except ValueError:
-                return _MISSING
-        if name in self.fn.__globals__:
-            return self.fn.__globals__[name]
-        return getattr(builtins, name, _MISSING)
+        """What ``name`` means to the function outside its own locals (see
+        :func:`~cubejit.lang.declaration.lookup`); a private sentinel (see :func:`is_missing`)
+        when it means nothing."""
+        return lookup(self.fn, name)
 
     def place(self, node: ast.AST) -> tuple[int, int]:
         """The file line and column (1-based) where ``node`` starts."""
@@ -191,7 +180,7 @@ class PySource:
 
 def is_missing(value: Any) -> bool:
     """Whether :meth:`PySource.lookup` found nothing."""
-    return value is _MISSING
+    return value is MISSING
 
 
 def assigned_names(tree: ast.FunctionDef) -> frozenset[str]:

@@ -137,13 +137,9 @@ def _device_operand(x: Any, client: Client | None, name: str) -> Operand:
     if scalar is None:
         raise LaunchError(f"{name}: cubejit has no element type for {found.dtype}")
     shape = found.shape
-    if found.strides is None:
-        strides = _c_strides(shape)
-    else:
-        item = found.itemsize
-        if any(step < 0 or step % item for step in found.strides):
-            raise LaunchError(f"{name}: cubejit takes no negative or partial-element strides")
-        strides = tuple(step // item for step in found.strides)
+    strides = found.element_strides()
+    if strides is None or any(step < 0 for step in strides):
+        raise LaunchError(f"{name}: cubejit takes no negative or partial-element strides")
     ptr = found.address
     if ptr and all(shape):
         adopt = getattr(client, "adopt_address", None)

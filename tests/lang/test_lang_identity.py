@@ -94,15 +94,20 @@ def test_stable_hash_is_the_same_across_processes_and_hash_seeds(tmp_path):
     assert len(results[0][0]) == 64
 
 
-def test_a_kernel_reaches_functions_through_module_attributes(module):
-    helpers = module(
+def twice_module(module, name):
+    """A module of the name ``name`` holding the function ``twice``, for kernels to reach."""
+    return module(
         """
         @cj.function
         def twice(v):
             return v * 2.0
     """,
-        name="ident_helpers",
+        name=name,
     )
+
+
+def test_a_kernel_reaches_functions_through_module_attributes(module):
+    helpers = twice_module(module, "ident_helpers")
     mod = module(f"""
         import {helpers.__name__} as helpers
 
@@ -191,14 +196,7 @@ def test_the_names_read_without_parsing_include_every_name_of_the_syntax_tree(mo
         import cooperative_kernels
     finally:
         sys.path.pop(0)
-    helpers = module(
-        """
-        @cj.function
-        def twice(v):
-            return v * 2.0
-    """,
-        name="ident_tree_helpers",
-    )
+    helpers = twice_module(module, "ident_tree_helpers")
     mod = module(f"""
         import math
         import {helpers.__name__} as helpers

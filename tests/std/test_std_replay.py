@@ -32,6 +32,9 @@ class KeepingClient:
     def launch(self, spec: Any, cube_count: Any, args: tuple[Any, ...]) -> None:
         self.launches.append((spec, cube_count, args))
 
+    def graph(self, launches: Any) -> None:
+        """A client of no graphs: a replay launches one by one."""
+
     def adopt_address(self, ptr: int, stream: Any, where: str) -> None:
         self.adopted.append(ptr)
 
@@ -141,6 +144,54 @@ def test_a_replay_on_the_same_addresses_launches_the_very_same_arguments() -> No
     assert client.adopted[-4:] == [1 << 30, 1 << 29, 1 << 31, 1 << 29], "ordered every call"
 
 
+class GraphingClient(KeepingClient):
+    """A client whose graphs keep what they were made of and count their launches; a graph
+    of ``stale`` ones says its kernels are no longer the client's."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.graphs: list[Graph] = []
+        self.stale = False
+
+    def graph(self, launches: Any) -> Graph:
+        made = Graph(self, tuple(launches))
+        self.graphs.append(made)
+        return made
+
+
+class Graph:
+    def __init__(self, client: GraphingClient, launches: tuple[Any, ...]) -> None:
+        self.client, self.launches, self.runs = client, launches, 0
+
+    def launch(self) -> bool:
+        if self.client.stale:
+            return False
+        self.runs += 1
+        return True
+
+
+def test_a_replay_on_the_same_addresses_runs_one_graph_of_the_last_replays_launches() -> None:
+    client = GraphingClient()
+    x, out = Foreign((8, 1024), 1 << 30), Foreign((8, 1024), 1 << 29)
+    for _ in range(5):
+        cs.softmax(x, out=out, client=client)
+    assert len(client.launches) == 2, "the call recorded, and the replay that bound them"
+    (graph,) = client.graphs
+    assert graph.runs == 3
+    assert graph.launches == tuple((spec, count, args) for spec, count, args in client.launches[1:])
+    assert client.adopted.count(1 << 30) == 5, "the producers' streams are waited on still"
+    cs.softmax(Foreign((8, 1024), 1 << 31), out=out, client=client)
+    cs.softmax(Foreign((8, 1024), 1 << 31), out=out, client=client)
+    assert len(client.launches) == 3 and len(client.graphs) == 2, "other addresses, another"
+    assert client.graphs[1].launches[0][2][0].ptr == 1 << 31
+    client.stale = True
+    cs.softmax(Foreign((8, 1024), 1 << 31), out=out, client=client)
+    assert len(client.launches) == 4, "a graph of kernels loaded again launches one by one"
+    client.stale = False
+    cs.softmax(Foreign((8, 1024), 1 << 31), out=out, client=client)
+    assert len(client.graphs) == 3 and client.graphs[2].runs == 1
+
+
 def test_replayed_launches_keep_none_of_the_callers_arrays_alive() -> None:
     client = KeepingClient()
     for _ in range(3):
@@ -247,3 +298,46 @@ def test_replayed_calls_on_new_data_compute_what_numpy_does(gpu: Any) -> None:
         np.testing.assert_allclose(
             gpu.read(cs.cumsum(dflat)), np.cumsum(flat.astype(np.float64)), rtol=1e-4, atol=1e-2
         )
+
+
+@cj.kernel
+def _copy(src: cj.Array[cj.f32], dst: cj.Array[cj.f32]):
+    i = cj.ABSOLUTE_POS
+    if i < dst.len():
+        dst[i] = src[i]
+
+
+@pytest.mark.gpu
+def test_calls_on_the_same_memory_run_as_a_graph_that_reads_what_it_holds_now(
+    gpu: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cubejit.backends.cuda.graphs import LaunchGraph
+
+    graphed = _calls_of(LaunchGraph, "launch", monkeypatch)
+    rng = np.random.default_rng(21)
+    dx, dw, db = gpu.empty((33, 1025), cj.f32), gpu.empty(1025, cj.f32), gpu.empty(1025, cj.f32)
+    dflat = gpu.empty(100003, cj.f32)
+    out, normed = gpu.empty((33, 1025), cj.f32), gpu.empty((33, 1025), cj.f32)
+    running = gpu.empty(100003, cj.f32)
+    graphed_by_round = []
+    for _ in range(5):
+        x = rng.standard_normal((33, 1025)).astype(np.float32)
+        w, b = rng.random(1025, dtype=np.float32), rng.random(1025, dtype=np.float32)
+        flat = rng.random(100003, dtype=np.float32)
+        for host, device in ((x, dx), (w, dw), (b, db), (flat, dflat)):
+            _copy.launch(gpu, cj.cdiv(host.size, 256), 256, gpu.to_device(host.ravel()), device)
+        cs.softmax(dx, out=out)
+        cs.layer_norm(dx, dw, db, 1e-5, out=normed)
+        cs.cumsum(dflat, out=running)
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        np.testing.assert_allclose(gpu.read(out), e / e.sum(axis=1, keepdims=True), rtol=1e-5)
+        mu, var = x.mean(axis=1, keepdims=True), x.var(axis=1, keepdims=True)
+        np.testing.assert_allclose(
+            gpu.read(normed), (x - mu) / np.sqrt(var + 1e-5) * w + b, atol=1e-4
+        )
+        np.testing.assert_allclose(
+            gpu.read(running), np.cumsum(flat.astype(np.float64)), rtol=1e-4, atol=1e-2
+        )
+        graphed_by_round.append(len(graphed))
+    # A signature seen before this test replays from its first call here.
+    assert np.diff(graphed_by_round)[-2:].tolist() == [3, 3], "all three, from the third call"

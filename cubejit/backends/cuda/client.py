@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import importlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -39,7 +39,8 @@ from cubejit.backends.cuda.driver import (
     driver_module,
     open_device,
 )
-from cubejit.backends.cuda.launch import Launcher, arrays_apart, first_mask
+from cubejit.backends.cuda.graphs import LaunchGraph
+from cubejit.backends.cuda.launch import Launcher, LaunchNode, arrays_apart, first_mask
 from cubejit.backends.cuda.memory import DeviceMemory
 from cubejit.backends.cuda.target import CudaTarget, fingerprint
 from cubejit.compile.id import ArtifactId
@@ -140,6 +141,9 @@ class CudaClient:
         identity, and the kernel keeps each of them for good). A mirror of the store, as the
         loader's loaded kernels are: a switch of environment drops them, so that each kernel
         loads again from (or is stored into) the new one."""
+        self._nodes: dict[Any, Callable[[Any, tuple[Any, ...]], LaunchNode]] = {}
+        """What a launch of each spec launched hands the driver, as a graph's node
+        (:meth:`graph`), kept beside its launch function."""
         self.check_bounds = check_bounds
         """Whether this client launches checked variants (:mod:`cubejit.runtime.checking`),
         synchronising after each launch to read their records."""
@@ -205,7 +209,7 @@ class CudaClient:
                 self._launchers.put(spec, generated)
                 cached[0] = generated
 
-        launch = Launcher(
+        launcher = Launcher(
             self,
             handle.function,
             handle.params,
@@ -218,10 +222,35 @@ class CudaClient:
             variant=variant,
             load=load,
             specialised=specialised,
-        ).launch
+        )
+        launch = launcher.launch
         cached.append(launch)
         self._launchers.put(spec, launch)
+        self._nodes[spec] = launcher.node
         return launch
+
+    def graph(self, launches: Sequence[tuple[Any, Any, tuple[Any, ...]]]) -> LaunchGraph | None:
+        """``launches`` (each a spec, a cube count and its arguments) as one graph that runs
+        them in order on the client's stream, each checked now as its launch would be (raising
+        :class:`LaunchError` as it would); ``None`` for a checked client, whose launches each
+        read their bounds records. The graph is right only while the arguments stay what they
+        are (:mod:`~cubejit.backends.cuda.graphs`)."""
+        if self.check_bounds or not launches:
+            return None
+        launchers = self._launchers
+        generation = launchers.generation()
+        nodes = []
+        for spec, cube_count, args in launches:
+            if launchers.get(spec) is None:
+                self._launcher(spec, args)
+            nodes.append(self._nodes[spec](cube_count, args))
+        return LaunchGraph(
+            self._driver,
+            nodes,
+            self._stream,
+            lambda: launchers.generation() == generation,
+            self._make_current,
+        )
 
     # Memory.
 

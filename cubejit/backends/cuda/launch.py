@@ -49,6 +49,7 @@ import struct
 import threading
 import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -375,6 +376,21 @@ def _pack_format(params: tuple[ParamSlot, ...], coarsening: int) -> tuple[str, i
     return fmt, max(1, count)
 
 
+@dataclass(frozen=True, slots=True)
+class LaunchNode:
+    """One checked launch as the driver takes it, for a graph's kernel node: the function, the
+    grid in blocks, the block, the dynamic shared memory and the parameter values, held in
+    buffers of the node's own (``pointers`` is the array of their addresses that
+    ``kernelParams`` reads)."""
+
+    function: Any
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared: int
+    values: ctypes.Array[ctypes.c_char]
+    pointers: ctypes.Array[ctypes.c_void_p]
+
+
 class Launcher:
     """Launches one loaded kernel, specialised for one cube_dim, on one client's stream.
 
@@ -449,6 +465,11 @@ class Launcher:
         self._namespace_of_launch = namespace
         self._layout = layout_key(params, coarsening)
         self._coarsening = coarsening
+        self._has_tensors = has_tensors
+        self._slots = [
+            (j, p.kind, p.rank, p.scalar, p.scalar.name == "bf16", p.written)
+            for j, p in enumerate(params)
+        ]
         self._specialised = specialised
         self._generic_left = GENERIC_LAUNCHES
         self.launch: Callable[[Any, tuple[Any, ...]], None]
@@ -473,78 +494,19 @@ class Launcher:
             self._specialised(self.launch)
 
     def _generic(self, ns: dict[str, Any]) -> Callable[[Any, tuple[Any, ...]], None]:
-        """The launch function of any layout, reading it slot by slot: what the generated one
-        does, without its memory of the last arguments, in a loop (a few microseconds more per
-        launch) and with nothing to compile."""
-        slots = [
-            (j, p.kind, p.rank, p.scalar, p.scalar.name == "bf16", p.written)
-            for j, p in enumerate(self._params)
-        ]
-        count = len(slots)
-        coarsening = self._coarsening
-        coarsened = coarsening > 1
-        tensors = any(p.is_tensor for p in self._params)
-        client = self._client
-        max_x = ns["MAX_X"]
+        """The launch function of any layout, reading it slot by slot (:meth:`_resolve`): what
+        the generated one does, without its memory of the last arguments, in a loop (a few
+        microseconds more per launch) and with nothing to compile."""
         acquire, release = ns["acquire"], ns["release"]
         pack, values_buffer = ns["pack"], ns["values"]
         launch_kernel, stream, pointers = ns["launch_kernel"], ns["stream"], ns["pointers"]
         bx, by, bz, shared = ns["BX"], ns["BY"], ns["BZ"], ns["SHARED"]
+        resolve = self._resolve
 
         def launch(cube_count: Any, args: tuple[Any, ...]) -> None:
-            if len(args) != count:
-                raise self.checker.count_error(args)
             acquire()
             try:
-                values: list[Any] = []
-                spans: list[tuple[int, int, bool]] = []
-                mask = bit = 0
-                for (j, kind, rank, scalar, is_bf16, written), a in zip(slots, args, strict=True):
-                    if kind is SlotKind.SCALAR:
-                        values.append(self._bf16(a) if is_bf16 else a)
-                        continue
-                    own = type(a) in OURS and a.client is client and a.scalar is scalar
-                    if kind is SlotKind.ARRAY:
-                        if own and a.flat >= 0:
-                            p, n = a.ptr, a.flat
-                        else:
-                            p, n = self._array(j, a)
-                        values += (p, n)
-                    else:
-                        if own and a.ndim == rank:
-                            p, n, words, contiguous = a.ptr, a.n, a.words, a.contiguous
-                        else:
-                            p, n, words, contiguous = self._tensor(j, a)
-                        values += (p, *words)
-                        mask |= contiguous << bit
-                        bit += 1
-                    spans.append((p, p + n * scalar.itemsize, coarsened and written))
-                if type(cube_count) is int and 0 < cube_count <= max_x:
-                    gx, gy, gz = cube_count, 1, 1
-                else:
-                    gx, gy, gz = self._grid(cube_count)
-                apart = coarsened and all(
-                    end <= other or other_end <= start
-                    for i, (start, end, written) in enumerate(spans)
-                    if written
-                    for k, (other, other_end, _) in enumerate(spans)
-                    if k != i
-                )
-                blocks = (gx + coarsening - 1) // coarsening if apart else gx
-                if tensors:
-                    variant = (NO_ALIAS if apart else None, mask)
-                    function = ns["functions"].get(variant)
-                    if function is None:
-                        function = ns["load_variant"](variant)
-                elif coarsened:
-                    name = "fast" if apart else "plain"
-                    function = ns[name]
-                    if function is None:
-                        function = ns[f"load_{name}"]()
-                else:
-                    function = ns["function"]
-                if coarsened:
-                    values.append(gx)
+                function, (gx, gy, gz), values = resolve(cube_count, args)
                 ns["m_count"] = _UNSEEN
                 if values:
                     try:
@@ -552,7 +514,7 @@ class Launcher:
                     except struct.error:
                         raise self._scalar_error(args) from None
                 (status,) = launch_kernel(
-                    function, blocks, gy, gz, bx, by, bz, shared, stream, pointers, 0
+                    function, gx, gy, gz, bx, by, bz, shared, stream, pointers, 0
                 )
                 self._generic_left -= 1
                 due = self._generic_left == 0
@@ -564,6 +526,92 @@ class Launcher:
                 raise self._launch_error(status)
 
         return launch
+
+    def node(self, cube_count: Any, args: tuple[Any, ...]) -> LaunchNode:
+        """What a launch with ``cube_count`` and ``args`` hands the driver, with its parameter
+        values in buffers of their own: a kernel node of a graph (:mod:`.graphs`). Checks the
+        arguments as a launch does, raising :class:`LaunchError` for any that do not fit."""
+        ns = self._namespace_of_launch
+        ns["acquire"]()
+        try:
+            function, grid, values = self._resolve(cube_count, args)
+        finally:
+            ns["release"]()
+        buffer = ctypes.create_string_buffer(len(self._values))
+        if values:
+            try:
+                ns["pack"](buffer, 0, *values)
+            except struct.error:
+                raise self._scalar_error(args) from None
+        base = ctypes.addressof(buffer)
+        count = len(self._pointers)
+        pointers = (ctypes.c_void_p * count)(*(base + SLOT_BYTES * i for i in range(count)))
+        block = (ns["BX"], ns["BY"], ns["BZ"])
+        return LaunchNode(function, grid, block, ns["SHARED"], buffer, pointers)
+
+    def _resolve(
+        self, cube_count: Any, args: tuple[Any, ...]
+    ) -> tuple[Any, tuple[int, int, int], list[Any]]:
+        """The function of the variant ``args`` take, the grid in blocks and every parameter
+        value, read slot by slot; raises :class:`LaunchError` for arguments that do not fit.
+        Called under the launch lock (a variant may be loaded)."""
+        ns = self._namespace_of_launch
+        slots = self._slots
+        if len(args) != len(slots):
+            raise self.checker.count_error(args)
+        coarsening = self._coarsening
+        coarsened = coarsening > 1
+        client = self._client
+        values: list[Any] = []
+        spans: list[tuple[int, int, bool]] = []
+        mask = bit = 0
+        for (j, kind, rank, scalar, is_bf16, written), a in zip(slots, args, strict=True):
+            if kind is SlotKind.SCALAR:
+                values.append(self._bf16(a) if is_bf16 else a)
+                continue
+            own = type(a) in OURS and a.client is client and a.scalar is scalar
+            if kind is SlotKind.ARRAY:
+                if own and a.flat >= 0:
+                    p, n = a.ptr, a.flat
+                else:
+                    p, n = self._array(j, a)
+                values += (p, n)
+            else:
+                if own and a.ndim == rank:
+                    p, n, words, contiguous = a.ptr, a.n, a.words, a.contiguous
+                else:
+                    p, n, words, contiguous = self._tensor(j, a)
+                values += (p, *words)
+                mask |= contiguous << bit
+                bit += 1
+            spans.append((p, p + n * scalar.itemsize, coarsened and written))
+        if type(cube_count) is int and 0 < cube_count <= ns["MAX_X"]:
+            gx, gy, gz = cube_count, 1, 1
+        else:
+            gx, gy, gz = self._grid(cube_count)
+        apart = coarsened and all(
+            end <= other or other_end <= start
+            for i, (start, end, written) in enumerate(spans)
+            if written
+            for k, (other, other_end, _) in enumerate(spans)
+            if k != i
+        )
+        blocks = (gx + coarsening - 1) // coarsening if apart else gx
+        if self._has_tensors:
+            variant = (NO_ALIAS if apart else None, mask)
+            function = ns["functions"].get(variant)
+            if function is None:
+                function = ns["load_variant"](variant)
+        elif coarsened:
+            name = "fast" if apart else "plain"
+            function = ns[name]
+            if function is None:
+                function = ns[f"load_{name}"]()
+        else:
+            function = ns["function"]
+        if coarsened:
+            values.append(gx)
+        return function, (blocks, gy, gz), values
 
     def _namespace(
         self,

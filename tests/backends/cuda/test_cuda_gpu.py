@@ -137,6 +137,25 @@ def test_an_environment_switch_loads_a_launched_kernel_again_from_the_new_store(
         environment.activate("cuda-tests")
 
 
+def test_a_graph_runs_its_launches_in_order_until_an_environment_switch(
+    gpu: CudaClient,
+) -> None:
+    x = np.random.default_rng(5).standard_normal(300).astype(np.float32)
+    x_dev, middle, out = gpu.to_device(x), gpu.empty(300, f32), gpu.empty(300, f32)
+    first, second = offset_kernel(400), offset_kernel(500)
+    graph = gpu.graph([(first, 2, (x_dev, middle)), (second, 2, (middle, out))])
+    assert graph is not None
+    assert graph.launch()
+    np.testing.assert_allclose(gpu.read(out), x + np.float32(900))
+    with pytest.raises(LaunchError, match="buffer of another client"):
+        gpu.graph([(first, 2, (CudaClient(0).empty(300, f32), middle))])
+    environment.activate("cuda-tests-switched")
+    try:
+        assert not graph.launch(), "its kernels were loaded from the store before the switch"
+    finally:
+        environment.activate("cuda-tests")
+
+
 def test_a_buffer_of_another_client_is_refused_before_anything_runs(gpu: CudaClient) -> None:
     spec = offset_kernel(100)
     other = CudaClient(0)

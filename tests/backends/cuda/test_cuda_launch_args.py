@@ -461,6 +461,49 @@ def test_the_generic_launch_passes_what_the_generated_one_does(
     assert generic[0]
 
 
+@pytest.mark.parametrize(
+    ("params", "coarsening"), [(SAXPY, 1), (SCALARS, 1), (WRITES_OUT, 4)], ids=str
+)
+def test_a_graph_node_holds_what_the_launch_of_the_same_arguments_passes(
+    params: tuple[ParamSlot, ...], coarsening: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls, values, _, errors, _ = _record(params, coarsening, False, monkeypatch)
+    client = FakeClient()
+    count = sum(p.words for p in params) + (coarsening > 1)
+    launcher = Launcher(
+        client,
+        FUNCTIONS[None],
+        params,
+        (128, 1, 1),
+        "k",
+        RecordingDriver(count),
+        0x5150,
+        coarsening=coarsening,
+        variant=None,
+        load=FUNCTIONS.__getitem__,
+    )
+    nodes, refused = [], []
+    for cube_count, args in _launches(params, coarsening):
+        args = tuple(
+            CudaBuffer(client, a.ptr, a.n, f32, None) if isinstance(a, CudaBuffer) else a
+            for a in args
+        )
+        try:
+            nodes.append(launcher.node(cube_count, args))
+        except LaunchError as e:
+            refused.append(str(e))
+    assert refused == errors
+    assert len(nodes) == len(calls) > 0
+    for node, call, raw in zip(nodes, calls, values, strict=True):
+        assert (node.function, *node.grid, *node.block, node.shared) == call[:8]
+        held = [ctypes.string_at(p, 8) for p in node.pointers]
+        assert held == raw
+        assert all(
+            ctypes.addressof(node.values) <= p < ctypes.addressof(node.values) + len(node.values)
+            for p in node.pointers
+        )
+
+
 def test_a_first_launch_compiles_no_python_and_a_kernel_launched_often_compiles_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -34,13 +34,6 @@ class Mirror(Generic[K, T]):
             self.clear()
         return self._items.get(key)
 
-    def generation(self) -> int:
-        """The generation whose values the mirror holds, after following any switch: what was
-        made from them stays right while this returns the same number."""
-        if self._generation_of() != self._generation:
-            self.clear()
-        return self._generation
-
     def follow(self) -> None:
         """Empties the mirror if the generation changed since it was bound."""
         if self._generation_of() != self._generation:

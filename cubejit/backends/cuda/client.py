@@ -237,19 +237,13 @@ class CudaClient:
         are (:mod:`~cubejit.backends.cuda.graphs`)."""
         if self.check_bounds or not launches:
             return None
-        launchers = self._launchers
-        generation = launchers.generation()
         nodes = []
         for spec, cube_count, args in launches:
-            if launchers.get(spec) is None:
+            if self._launchers.get(spec) is None:
                 self._launcher(spec, args)
             nodes.append(self._nodes[spec](cube_count, args))
         return LaunchGraph(
-            self._driver,
-            nodes,
-            self._stream,
-            lambda: launchers.generation() == generation,
-            self._make_current,
+            self._driver, nodes, self._stream, self.loader.generation, self._make_current
         )
 
     # Memory.

@@ -27,22 +27,32 @@ class LaunchGraph:
     """The launches of :class:`~cubejit.backends.cuda.launch.LaunchNode` s, in order, on one
     stream, instantiated once; freed with the object."""
 
-    __slots__ = ("_current", "_driver", "_exec", "_make_current", "_nodes", "_stream")
+    __slots__ = (
+        "_driver",
+        "_exec",
+        "_generation",
+        "_generation_of",
+        "_make_current",
+        "_nodes",
+        "_stream",
+    )
 
     def __init__(
         self,
         driver: Any,
         nodes: Sequence[LaunchNode],
         stream: Any,
-        current: Callable[[], bool],
+        generation: Callable[[], int],
         make_current: Callable[[], None],
     ) -> None:
-        """``current()`` says whether the kernels of ``nodes`` are still the client's loaded
-        ones; ``make_current()`` makes the client's context current on the calling thread.
-        Raises :class:`~cubejit.errors.LaunchError` if the driver refuses the graph."""
+        """``generation()`` is the client's loader's: the kernels of ``nodes`` stay the
+        client's while it returns what it returns now. ``make_current()`` makes the client's
+        context current on the calling thread. Raises :class:`~cubejit.errors.LaunchError` if
+        the driver refuses the graph."""
         self._driver = driver
         self._stream = stream
-        self._current = current
+        self._generation_of = generation
+        self._generation = generation()
         self._make_current = make_current
         self._nodes = tuple(nodes)
         """Kept for the graph's life: the driver copied the values, but a node names the
@@ -74,7 +84,7 @@ class LaunchGraph:
     def launch(self) -> bool:
         """Launches the graph on the stream; ``False``, with nothing launched, when its kernels
         are no longer the client's (make another graph)."""
-        if not self._current():
+        if self._generation_of() != self._generation:
             return False
         (status,) = self._driver.cuGraphLaunch(self._exec, self._stream)
         if status:

@@ -80,6 +80,9 @@ def saxpy(a: cj.f32, x: cj.Array[cj.f32], out: cj.Array[cj.f32], k: cj.Comptime[
 @cj.kernel
 def scale(t: cj.Tensor[cj.f32], u: cj.Tensor[cj.Line[cj.f32], 2], n: cj.Comptime[float]):
     pass
+
+
+CUBES = cj.cdiv(1000, 256)
 """
 
 WATCH = """

@@ -28,7 +28,7 @@ from cubejit.ir.nodes import (
     Var,
 )
 from cubejit.ir.types import LINE_SIZES, ArrayType, Scalar, TensorType, bool_, f32, u32
-from cubejit.lang import intrinsics
+from cubejit.lang import division, intrinsics
 from cubejit.lang.annotations import ComptimeType
 from cubejit.lang.cooperation import Collective
 from cubejit.lang.cooperative_calls import CooperationRules
@@ -107,7 +107,7 @@ class CallRules(CooperationRules):
             return math_call(marker, args, text)
         if obj is intrinsics.line:
             return self.line_of_copies(node, text)
-        if obj is intrinsics.cdiv:
+        if obj is division.cdiv:
             return self.cdiv(node, text)
         if obj is intrinsics.isnan or obj is intrinsics.isinf:
             return self.float_test(obj is intrinsics.isnan, node, text)

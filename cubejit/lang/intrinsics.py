@@ -1,5 +1,5 @@
-"""The builtins of the kernel language that are Python objects: math markers, ``unroll``, ``cdiv``,
-``isnan``/``isinf`` and ``bitcast``.
+"""The builtins of the kernel language that are Python objects: math markers, ``unroll``,
+``isnan``/``isinf`` and ``bitcast`` (``cdiv`` is :mod:`cubejit.lang.division`'s).
 
 Inside a kernel the frontend recognises these objects by identity and expands them to IR.
 Outside a kernel they also work as plain Python (``cj.sqrt(2.0)``, ``cj.cdiv(n, 256)``), so a
@@ -86,12 +86,6 @@ def unroll(loop: range) -> range:
     """``for i in cj.unroll(range(N))``: inside a kernel, with comptime ``N``, the body is
     repeated ``N`` times with ``i`` a constant. Outside a kernel it returns ``loop``."""
     return loop
-
-
-def cdiv(a: int, b: int) -> int:
-    """Ceiling division of integers: ``cj.cdiv(n, 256)`` cubes of 256 cover ``n`` units.
-    Inside a kernel it is integer ceiling division of the operands' type."""
-    return -(-a // b)
 
 
 def isnan(x: float) -> bool:

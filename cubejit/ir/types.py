@@ -209,9 +209,10 @@ _BY_DTYPE: dict[np.dtype, Scalar | None] = {}
 
 
 def from_typestr(typestr: str) -> tuple[np.dtype, Scalar | None]:
-    """The dtype an array interface's ``typestr`` names and its scalar (:func:`from_dtype`),
-    from a table after the first time: another library's array is read at every launch. Raises
-    ``TypeError`` for a string that names no dtype."""
+    """The dtype an array interface's ``typestr`` names (or a numpy dtype's name, as a
+    :class:`~cubejit.runtime.arguments.BufferView` holds it) and its scalar
+    (:func:`from_dtype`), from a table after the first time: another library's array is read
+    at every launch. Raises ``TypeError`` for a string that names no dtype."""
     found = _BY_TYPESTR.get(typestr)
     if found is None:
         dtype = np.dtype(typestr)

@@ -424,7 +424,21 @@ def _record(
         loads.append(other)
         return FUNCTIONS[other]
 
-    launcher = Launcher(
+    launcher = _plain_launcher(params, coarsening, client, driver, load)
+    errors = []
+    for cube_count, args in _launches(params, coarsening):
+        try:
+            launcher(cube_count, _of_client(client, args))
+        except LaunchError as e:
+            errors.append(str(e))
+    return driver.calls, driver.params, loads, errors, len(client.adopted)
+
+
+def _plain_launcher(
+    params: tuple[ParamSlot, ...], coarsening: int, client: Any, driver: Any, load: Any
+) -> Launcher:
+    """A launcher of the plain artifact's function, loading the others with ``load``."""
+    return Launcher(
         client,
         FUNCTIONS[None],
         params,
@@ -436,17 +450,13 @@ def _record(
         variant=None,
         load=load,
     )
-    errors = []
-    for cube_count, args in _launches(params, coarsening):
-        args = tuple(
-            CudaBuffer(client, a.ptr, a.n, f32, None) if isinstance(a, CudaBuffer) else a
-            for a in args
-        )
-        try:
-            launcher(cube_count, args)
-        except LaunchError as e:
-            errors.append(str(e))
-    return driver.calls, driver.params, loads, errors, len(client.adopted)
+
+
+def _of_client(client: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``args`` with each buffer made again as ``client``'s."""
+    return tuple(
+        CudaBuffer(client, a.ptr, a.n, f32, None) if isinstance(a, CudaBuffer) else a for a in args
+    )
 
 
 @pytest.mark.parametrize(
@@ -469,27 +479,12 @@ def test_a_graph_node_holds_what_the_launch_of_the_same_arguments_passes(
 ) -> None:
     calls, values, _, errors, _ = _record(params, coarsening, False, monkeypatch)
     client = FakeClient()
-    count = sum(p.words for p in params) + (coarsening > 1)
-    launcher = Launcher(
-        client,
-        FUNCTIONS[None],
-        params,
-        (128, 1, 1),
-        "k",
-        RecordingDriver(count),
-        0x5150,
-        coarsening=coarsening,
-        variant=None,
-        load=FUNCTIONS.__getitem__,
-    )
+    driver = RecordingDriver(sum(p.words for p in params) + (coarsening > 1))
+    launcher = _plain_launcher(params, coarsening, client, driver, FUNCTIONS.__getitem__)
     nodes, refused = [], []
     for cube_count, args in _launches(params, coarsening):
-        args = tuple(
-            CudaBuffer(client, a.ptr, a.n, f32, None) if isinstance(a, CudaBuffer) else a
-            for a in args
-        )
         try:
-            nodes.append(launcher.node(cube_count, args))
+            nodes.append(launcher.node(cube_count, _of_client(client, args)))
         except LaunchError as e:
             refused.append(str(e))
     assert refused == errors

@@ -8,7 +8,9 @@ WARNING, and until a reconnect is attempted (at most every :data:`RETRY_EVERY` s
 operations raise :class:`Offline` at once: the shared store answers it as a miss or a failed
 write, and a fleet's single-flight by compiling here without a lease. A reconnect first writes
 a short-lived probe key through a script, so a server that still reads but cannot write (or run
-scripts) stays down: one outage, one WARNING.
+scripts) stays down: one outage, one WARNING. A failure closes the pool's idle connections only:
+another thread's operation under way (a lease renewal, a subscriber waiting) ends on its own,
+served or failed as an outage, never with its socket closed under it.
 """
 
 from __future__ import annotations
@@ -193,7 +195,7 @@ class RedisLink:
             if first:
                 self._down_since = now
             self._last_attempt = now
-        self.client.connection_pool.disconnect()
+        self.client.connection_pool.disconnect(inuse_connections=False)
         if first:
             logger.warning(
                 "shared store %s unavailable (%s: %s): using the local environment only, "

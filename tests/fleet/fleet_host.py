@@ -105,9 +105,11 @@ def main() -> None:
         logging.getLogger(name).setLevel(logging.DEBUG)
     if args.hang_in_compile:
         real_finalize = cpu_compiler.CpuCompiler.finalize
+        saying = threading.Lock()
 
         def hang(self, id, lowered):  # type: ignore[no-untyped-def]
-            print("compiling", flush=True)
+            with saying:  # each worker's line whole: print writes the text and its end apart
+                print("compiling", flush=True)
             threading.Event().wait()
             return real_finalize(self, id, lowered)
 

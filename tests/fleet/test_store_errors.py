@@ -17,6 +17,7 @@ from fleet_local import LocalMemory
 
 from cubejit import config
 from cubejit.environment.fleet import FleetStore, Shared
+from cubejit.environment.redis_link import Offline, RedisLink
 from cubejit.environment.storage import InsertOutcome
 
 
@@ -125,3 +126,29 @@ def test_any_error_of_the_server_is_one_outage_with_every_lease_let_go(
         assert admin.exists(shared.storage.entry_key(host.namespace, b"after"))
     finally:
         shared.storage.close()
+
+
+def test_an_outage_one_thread_meets_leaves_another_threads_operation_to_finish(redis_url):
+    link = RedisLink(redis_url, timeout=5.0, retry_every=0.0)
+    waiting = threading.Event()
+    outcome: list[object] = []
+
+    def blocked(client: redis.Redis) -> object:
+        waiting.set()
+        return client.blpop(["cubejit:nothing"], timeout=1)
+
+    def wait() -> None:
+        try:
+            outcome.append(link.run(blocked, waiting=1.0))
+        except Exception as e:
+            outcome.append(e)
+
+    other = threading.Thread(target=wait)
+    other.start()
+    assert waiting.wait(5)
+    threading.Event().wait(0.2)
+    with pytest.raises(Offline):
+        link.run(lambda client: client.execute_command("NO-SUCH-COMMAND"))
+    other.join(10)
+    link.close()
+    assert outcome == [None], "the blocked read ran to its end, untouched by the outage"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from line_kernels import saxpy, tanh_chain
 
 import cubejit as cj
 from cubejit.backends.cpu.client import CpuClient
@@ -18,31 +19,6 @@ LENGTHS = [1000, 1004, 1002, 1001]
 
 F32_LINES = {1000: 4, 1004: 4, 1002: 2, 1001: 1}
 """The line size f32 arrays of those lengths get: at most 16 bytes, dividing the length."""
-
-
-@cj.kernel
-def saxpy(
-    a: cj.f32,
-    x: cj.Array[cj.Line[cj.f32]],
-    y: cj.Array[cj.Line[cj.f32]],
-    out: cj.Array[cj.Line[cj.f32]],
-    size: cj.Array[cj.u32],
-):
-    i = cj.ABSOLUTE_POS
-    if i == 0:
-        size[0] = cj.u32(out.line_size())
-    if i < out.len():
-        out[i] = a * x[i] + y[i]
-
-
-@cj.kernel
-def tanh_chain(x: cj.Array[cj.Line[cj.f32]], out: cj.Array[cj.Line[cj.f32]]):
-    i = cj.ABSOLUTE_POS
-    if i < out.len():
-        v = x[i]
-        v = cj.tanh(v * 1.5 + 0.25)
-        v = cj.tanh(v * v - 0.5)
-        out[i] = cj.tanh(v) * 2.0
 
 
 @cj.kernel

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from line_kernels import saxpy, tanh_chain
 
 import cubejit as cj
 from cubejit.backends.cuda import nvrtc
@@ -17,21 +18,6 @@ from cubejit.backends.cuda.coarsening import FACTOR, NO_ALIAS
 from cubejit.backends.cuda.compiler import CudaCompiler
 from cubejit.backends.cuda.dialect import cuda_source
 from cubejit.compile.id import ArtifactId
-
-
-@cj.kernel
-def saxpy(
-    a: cj.f32,
-    x: cj.Array[cj.Line[cj.f32]],
-    y: cj.Array[cj.Line[cj.f32]],
-    out: cj.Array[cj.Line[cj.f32]],
-    size: cj.Array[cj.u32],
-):
-    i = cj.ABSOLUTE_POS
-    if i == 0:
-        size[0] = cj.u32(out.line_size())
-    if i < out.len():
-        out[i] = a * x[i] + y[i]
 
 
 @cj.kernel
@@ -47,16 +33,6 @@ def half_saxpy(
         size[0] = cj.u32(out.line_size())
     if i < out.len():
         out[i] = a * x[i] + y[i]
-
-
-@cj.kernel
-def tanh_chain(x: cj.Array[cj.Line[cj.f32]], out: cj.Array[cj.Line[cj.f32]]):
-    i = cj.ABSOLUTE_POS
-    if i < out.len():
-        v = x[i]
-        v = cj.tanh(v * 1.5 + 0.25)
-        v = cj.tanh(v * v - 0.5)
-        out[i] = cj.tanh(v) * 2.0
 
 
 @cj.kernel

@@ -1,8 +1,8 @@
 """``cj.cdiv``, the builtin that launch geometry needs on the host, in a module of its own.
 
 A script computes its cube counts with ``cj.cdiv`` before anything else of the language: kept
-here, naming it imports neither the IR nor constant folding (30 to 50 ms on a fresh process),
-and the frontend still knows it by identity (:mod:`cubejit.lang.intrinsics` re-exports it).
+here, naming it imports neither the IR nor constant folding (30 to 50 ms on a fresh process).
+Inside a kernel the frontend knows it by identity, as the other builtins.
 """
 
 from __future__ import annotations

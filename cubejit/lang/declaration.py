@@ -5,8 +5,9 @@ already evaluated.
 Reading and parsing the source (``inspect``, ``ast``, the file's lines) waits for the first
 specialisation, so importing a module of kernels costs little more than defining its functions.
 A kernel's signature is still checked where it is defined, from ``fn.__annotations__`` read the
-way :mod:`cubejit.lang.signature` reads the source (names through the closure, the module's
-globals, then builtins; attributes; subscripts; tuples; ints). Whenever this reading is not sure
+way :mod:`cubejit.lang.signature` reads the source (names through the closure, the enclosing
+function's locals for a nested function's postponed annotations, the module's globals, then
+builtins; attributes; subscripts; tuples; ints). Whenever this reading is not sure
 (an annotation spelled otherwise, a default, ``*args``, a return type, a function whose source is
 not in a file), it answers ``None`` and the caller reads the source at once: a wrong signature
 fails with the message and place it always had.
@@ -18,7 +19,9 @@ import builtins
 import keyword
 import os
 import re
+import sys
 import types
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -126,17 +129,58 @@ def _expression(fn: types.FunctionType, tokens: list[str], at: int) -> tuple[obj
 MISSING = object()
 """:func:`lookup`'s answer for a name that means nothing to the function."""
 
+_ENCLOSING: weakref.WeakKeyDictionary[Callable[..., Any], dict[str, object]] = (
+    weakref.WeakKeyDictionary()
+)
+"""For a function defined inside another whose annotations are postponed (strings, under ``from
+__future__ import annotations``): what the enclosing function's locals held, at the
+definition, under the names those annotations use and its closure does not hold. A name only an
+annotation uses is no free variable of the function, so its closure cannot say what it is."""
+
+_FRAMES_SEARCHED = 8
+"""How far above the decorator the frame that ran the ``def`` is looked for."""
+
+
+def remember_enclosing(fn: object) -> None:
+    """Keeps, for :func:`lookup`, what the function running the ``def`` of ``fn`` (a nested
+    function of postponed annotations) held under the names its annotations use: a kernel made
+    per element type, ``def make(T): @cj.kernel def k(x: cj.Array[T]) ...``, reads ``T``."""
+    if not isinstance(fn, types.FunctionType) or "<locals>" not in fn.__qualname__:
+        return
+    texts = [a for a in fn.__annotations__.values() if isinstance(a, str)]
+    if not texts:
+        return
+    code = fn.__code__
+    frame = sys._getframe(1)
+    for _ in range(_FRAMES_SEARCHED):
+        if frame is None:
+            return
+        if code in frame.f_code.co_consts:
+            break
+        frame = frame.f_back
+    else:
+        return
+    names = {t for text in texts for t in _TOKEN.findall(text) if t.isidentifier()}
+    scope = frame.f_locals
+    found = {n: scope[n] for n in names - set(code.co_freevars) if n in scope}
+    if found:
+        _ENCLOSING[fn] = found
+
 
 def lookup(fn: Callable[..., Any], name: str) -> object:
-    """What ``name`` means to ``fn`` outside its own locals: its closure, its module's globals,
-    then builtins; :data:`MISSING` when nothing. The one reading of a name that the signature,
-    the frontend and a kernel's identity all share."""
+    """What ``name`` means to ``fn`` outside its own locals: its closure, the enclosing
+    function's locals its postponed annotations name (:func:`remember_enclosing`), its module's
+    globals, then builtins; :data:`MISSING` when nothing. The one reading of a name that the
+    signature, the frontend and a kernel's identity all share."""
     code = fn.__code__
     if name in code.co_freevars and fn.__closure__ is not None:
         try:
             return fn.__closure__[code.co_freevars.index(name)].cell_contents
         except ValueError:
             return MISSING
+    enclosing = _ENCLOSING.get(fn) if "<locals>" in fn.__qualname__ else None
+    if enclosing is not None and name in enclosing:
+        return enclosing[name]
     if name in fn.__globals__:
         return fn.__globals__[name]
     return getattr(builtins, name, MISSING)

@@ -11,7 +11,7 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from cubejit.lang.declaration import qualified_name, source_can_wait
+from cubejit.lang.declaration import qualified_name, remember_enclosing, source_can_wait
 
 if TYPE_CHECKING:
     import ast
@@ -26,6 +26,7 @@ class Function:
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         self.fn = fn
+        remember_enclosing(fn)
         if not source_can_wait(fn):
             self.source  # noqa: B018 -- read now, to fail where the function is defined
         self.name = qualified_name(fn)

@@ -20,7 +20,7 @@ import numpy as np
 from cubejit.errors import CompilationError, LaunchError, UnsupportedError
 from cubejit.ir.types import LINE_AT_LAUNCH, LINE_SIZES, ArrayType, Scalar, TensorType
 from cubejit.lang.annotations import ComptimeType, ParamAnnotation
-from cubejit.lang.declaration import declared_signature, qualified_name
+from cubejit.lang.declaration import declared_signature, qualified_name, remember_enclosing
 
 if TYPE_CHECKING:
     from cubejit.compile.id import KernelId
@@ -212,6 +212,7 @@ class Kernel:
 
     def __init__(self, fn: Callable[..., Any], warm: Iterable[Mapping[str, Any]] = ()) -> None:
         self.fn = fn
+        remember_enclosing(fn)
         self.warm: list[dict[str, Any]] = [dict(w) for w in warm]
         """Specialisations to compile ahead of time: ``dict(cube_dim=..., **comptime)``."""
         declared = declared_signature(fn)

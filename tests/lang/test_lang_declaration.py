@@ -6,12 +6,16 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import sys
+import weakref
 from pathlib import Path
 from types import ModuleType
 
+import numpy as np
 import pytest
 
 import cubejit as cj
+from cubejit.errors import CompilationError
+from cubejit.ir.types import from_dtype
 from cubejit.lang.declaration import declared_signature, source_can_wait
 from cubejit.lang.signature import kernel_parameters
 from cubejit.lang.source import PySource
@@ -109,3 +113,67 @@ def test_a_kernel_and_a_function_parse_their_source_only_when_translated(module)
     assert "source" in vars(mod.k)
     spec.define()
     assert "source" in vars(mod.twice)
+
+
+FACTORIES = """
+def doubling(T):
+    @cj.function
+    def add(a: T, b: T) -> T:
+        return a + b
+
+    @cj.kernel
+    def doubled(x: cj.Array[T], out: cj.Array[T]):
+        i = cj.ABSOLUTE_POS
+        if i < out.len():
+            out[i] = add(x[i], x[i])
+
+    return doubled
+
+
+def undefined():
+    @cj.kernel
+    def k(x: cj.Array[U]):
+        pass
+
+    return k
+"""
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+def test_a_kernel_made_per_type_reads_its_postponed_annotations_in_its_makers_locals(
+    tmp_path, dtype
+):
+    mod = _load(tmp_path, FACTORIES)
+    kernel = mod.doubling(from_dtype(np.dtype(dtype)))
+    assert "T" not in kernel.fn.__code__.co_freevars, "the body itself never names T"
+    x = (np.random.default_rng(3).random(100) * 50).astype(dtype)
+    out = np.zeros_like(x)
+    kernel.launch(cj.client("cpu"), 4, 32, x, out)
+    np.testing.assert_array_equal(out, x + x)
+
+
+def test_a_name_that_neither_the_maker_nor_the_module_holds_is_still_undefined(tmp_path):
+    mod = _load(tmp_path, FACTORIES)
+    with pytest.raises(CompilationError, match="`U` is not defined"):
+        mod.undefined()
+
+
+def test_what_a_maker_held_is_kept_for_the_names_its_annotations_use_alone(tmp_path):
+    mod = _load(
+        tmp_path,
+        "def make(T, other):\n"
+        "    @cj.kernel\n"
+        "    def k(x: cj.Array[T]):\n"
+        "        pass\n"
+        "    return k\n",
+    )
+
+    class Big:
+        pass
+
+    big = Big()
+    kernel = mod.make(cj.f32, big)
+    gone = weakref.ref(big)
+    del big
+    assert gone() is None
+    assert kernel.signature == [("x", cj.Array[cj.f32])]

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from line_kernels import saxpy, tanh_chain
+from line_kernels import half_saxpy, saxpy, tanh_chain
 
 import cubejit as cj
 from cubejit.backends.cuda import nvrtc
@@ -18,21 +18,6 @@ from cubejit.backends.cuda.coarsening import FACTOR, NO_ALIAS
 from cubejit.backends.cuda.compiler import CudaCompiler
 from cubejit.backends.cuda.dialect import cuda_source
 from cubejit.compile.id import ArtifactId
-
-
-@cj.kernel
-def half_saxpy(
-    a: cj.f16,
-    x: cj.Array[cj.Line[cj.f16]],
-    y: cj.Array[cj.Line[cj.f16]],
-    out: cj.Array[cj.Line[cj.f16]],
-    size: cj.Array[cj.u32],
-):
-    i = cj.ABSOLUTE_POS
-    if i == 0:
-        size[0] = cj.u32(out.line_size())
-    if i < out.len():
-        out[i] = a * x[i] + y[i]
 
 
 @cj.kernel

@@ -39,6 +39,7 @@ from cubejit.ir.nodes import (
 from cubejit.ir.types import ArrayType, LineType, TensorType, bool_, u32
 from cubejit.lang.cooperation import AtomicType, BufferMaker, Collective, sync_cube
 from cubejit.lang.expressions import ExpressionRules, tensor_index_nodes
+from cubejit.lang.folding import int_binary
 from cubejit.lang.signature import resolve
 from cubejit.lang.source import Problem, Spelling
 from cubejit.lang.values import ArrayRef, Literal, PyObject, Scalarish, Value, coerce, typed
@@ -52,15 +53,6 @@ _FOLDABLE = {
     BinaryOp.MOD: lambda a, b: a % b,
     BinaryOp.SHL: lambda a, b: a << b,
     BinaryOp.SHR: lambda a, b: a >> b,
-}
-
-_COMPARED = {
-    BinaryOp.EQ: lambda a, b: a == b,
-    BinaryOp.NE: lambda a, b: a != b,
-    BinaryOp.LT: lambda a, b: a < b,
-    BinaryOp.LE: lambda a, b: a <= b,
-    BinaryOp.GT: lambda a, b: a > b,
-    BinaryOp.GE: lambda a, b: a >= b,
 }
 
 
@@ -84,13 +76,13 @@ class CooperationRules(ExpressionRules):
         (``cj.CUBE_DIM > cj.PLANE_DIM``): the spec fixes them, so an ``if`` on one keeps only
         the branch taken, and a buffer declared in the other is never made."""
         value = super().expr_Compare(node)
-        if isinstance(value, Binary) and value.op in _COMPARED:
+        if isinstance(value, Binary) and value.op.is_comparison:
             try:
                 a, b = self._fold(value.lhs), self._fold(value.rhs)
             except Problem:
                 return value
             if a is not None and b is not None:
-                return Literal(bool(_COMPARED[value.op](a, b)))
+                return Literal(bool(int_binary(value.op, a, b, Spelling(node))))
         return value
 
     def _fold(self, e: Expr) -> int | None:

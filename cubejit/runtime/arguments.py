@@ -110,14 +110,19 @@ class ArgumentChecker:
     def __init__(self, kernel: str, slots: tuple[ParamSlot, ...]) -> None:
         self.kernel = kernel
         self.slots = slots
-        self._where = [
-            f"kernel {kernel}: argument {slot.name!r} ({slot.describe()})" for slot in slots
-        ]
+        self._where: list[str | None] = [None] * len(slots)
 
     def where(self, index: int) -> str:
-        """Which argument ``index`` is, as messages name it (a launch with another library's
-        arrays names each where it orders the client's stream after its producer)."""
-        return self._where[index]
+        """Which argument ``index`` is, as messages name it; made at its first need and kept (a
+        launch with another library's arrays names each where it orders the client's stream
+        after its producer, every time), so that a kernel's first launch makes none."""
+        found = self._where[index]
+        if found is None:
+            slot = self.slots[index]
+            found = self._where[index] = (
+                f"kernel {self.kernel}: argument {slot.name!r} ({slot.describe()})"
+            )
+        return found
 
     def refuse(self, index: int, why: str) -> LaunchError:
         """The error for argument ``index``, ``why`` saying what is wrong with it."""

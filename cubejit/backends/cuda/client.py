@@ -141,9 +141,11 @@ class CudaClient:
         identity, and the kernel keeps each of them for good). A mirror of the store, as the
         loader's loaded kernels are: a switch of environment drops them, so that each kernel
         loads again from (or is stored into) the new one."""
-        self._nodes: dict[Any, Callable[[Any, tuple[Any, ...]], LaunchNode]] = {}
+        self._nodes: Mirror[Any, Callable[[Any, tuple[Any, ...]], LaunchNode]] = Mirror(
+            self.loader.generation
+        )
         """What a launch of each spec launched hands the driver, as a graph's node
-        (:meth:`graph`), kept beside its launch function."""
+        (:meth:`graph`): made with its launch function, and dropped with it."""
         self.check_bounds = check_bounds
         """Whether this client launches checked variants (:mod:`cubejit.runtime.checking`),
         synchronising after each launch to read their records."""
@@ -226,7 +228,7 @@ class CudaClient:
         launch = launcher.launch
         cached.append(launch)
         self._launchers.put(spec, launch)
-        self._nodes[spec] = launcher.node
+        self._nodes.put(spec, launcher.node)
         return launch
 
     def graph(self, launches: Sequence[tuple[Any, Any, tuple[Any, ...]]]) -> LaunchGraph | None:
@@ -239,9 +241,12 @@ class CudaClient:
             return None
         nodes = []
         for spec, cube_count, args in launches:
-            if self._launchers.get(spec) is None:
+            node = self._nodes.get(spec)
+            if node is None:
                 self._launcher(spec, args)
-            nodes.append(self._nodes[spec](cube_count, args))
+                node = self._nodes.get(spec)
+                assert node is not None
+            nodes.append(node(cube_count, args))
         return LaunchGraph(
             self._driver, nodes, self._stream, self.loader.generation, self._make_current
         )

@@ -25,7 +25,9 @@ from cubejit.errors import LaunchError
 
 class LaunchGraph:
     """The launches of :class:`~cubejit.backends.cuda.launch.LaunchNode` s, in order, on one
-    stream, instantiated once; freed with the object."""
+    stream, instantiated once; freed with the object. The driver copies each node's values as
+    it is added, so the nodes need not outlive the constructor; their functions stay loaded
+    while the generation does."""
 
     __slots__ = (
         "_driver",
@@ -33,7 +35,6 @@ class LaunchGraph:
         "_generation",
         "_generation_of",
         "_make_current",
-        "_nodes",
         "_stream",
     )
 
@@ -54,14 +55,11 @@ class LaunchGraph:
         self._generation_of = generation
         self._generation = generation()
         self._make_current = make_current
-        self._nodes = tuple(nodes)
-        """Kept for the graph's life: the driver copied the values, but a node names the
-        function of a loaded module."""
         make_current()
         graph = call(driver.cuGraphCreate, 0, what="create a graph")
         try:
             previous: list[Any] = []
-            for node in self._nodes:
+            for node in nodes:
                 params = driver.CUDA_KERNEL_NODE_PARAMS()
                 params.func = node.function
                 params.gridDimX, params.gridDimY, params.gridDimZ = node.grid

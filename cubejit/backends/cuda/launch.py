@@ -43,6 +43,7 @@ on the CPU.
 from __future__ import annotations
 
 import ctypes
+import functools
 import itertools
 import linecache
 import struct
@@ -376,6 +377,16 @@ def _pack_format(params: tuple[ParamSlot, ...], coarsening: int) -> tuple[str, i
     return fmt, max(1, count)
 
 
+def _parameter_buffers(
+    count: int,
+) -> tuple[ctypes.Array[ctypes.c_char], ctypes.Array[ctypes.c_void_p]]:
+    """A buffer of ``count`` parameter slots and the array of their addresses, which
+    ``kernelParams`` reads."""
+    values = ctypes.create_string_buffer(SLOT_BYTES * count)
+    base = ctypes.addressof(values)
+    return values, (ctypes.c_void_p * count)(*(base + SLOT_BYTES * i for i in range(count)))
+
+
 @dataclass(frozen=True, slots=True)
 class LaunchNode:
     """One checked launch as the driver takes it, for a graph's kernel node: the function, the
@@ -436,9 +447,7 @@ class Launcher:
         if (coarsening > 1 or has_tensors) and load is None:
             raise ValueError("a kernel of several artifacts needs a loader of its variants")
         fmt, count = _pack_format(params, coarsening)
-        self._values = ctypes.create_string_buffer(SLOT_BYTES * count)
-        base = ctypes.addressof(self._values)
-        self._pointers = (ctypes.c_void_p * count)(*(base + SLOT_BYTES * i for i in range(count)))
+        self._values, self._pointers = _parameter_buffers(count)
         namespace = self._namespace(function, stream, launch_kernel, struct.Struct(fmt), cube_dim)
         namespace["SHARED"] = shared_bytes
         if coarsening > 1 and not has_tensors:
@@ -466,10 +475,6 @@ class Launcher:
         self._layout = layout_key(params, coarsening)
         self._coarsening = coarsening
         self._has_tensors = has_tensors
-        self._slots = [
-            (j, p.kind, p.rank, p.scalar, p.scalar.name == "bf16", p.written)
-            for j, p in enumerate(params)
-        ]
         self._specialised = specialised
         self._generic_left = GENERIC_LAUNCHES
         self.launch: Callable[[Any, tuple[Any, ...]], None]
@@ -483,6 +488,15 @@ class Launcher:
 
     def __call__(self, cube_count: Any, args: tuple[Any, ...]) -> None:
         self.launch(cube_count, args)
+
+    @functools.cached_property
+    def _slots(self) -> list[tuple[int, SlotKind, int, Any, bool, bool]]:
+        """What :meth:`_resolve` reads of each parameter, made at its first need: a layout
+        whose launch function this process generated before never reads them."""
+        return [
+            (j, p.kind, p.rank, p.scalar, p.scalar.name == "bf16", p.written)
+            for j, p in enumerate(self._params)
+        ]
 
     def _specialise(self) -> None:
         """Binds the generated launch function of this layout (compiling it when this process
@@ -537,15 +551,12 @@ class Launcher:
             function, grid, values = self._resolve(cube_count, args)
         finally:
             ns["release"]()
-        buffer = ctypes.create_string_buffer(len(self._values))
+        buffer, pointers = _parameter_buffers(len(self._pointers))
         if values:
             try:
                 ns["pack"](buffer, 0, *values)
             except struct.error:
                 raise self._scalar_error(args) from None
-        base = ctypes.addressof(buffer)
-        count = len(self._pointers)
-        pointers = (ctypes.c_void_p * count)(*(base + SLOT_BYTES * i for i in range(count)))
         block = (ns["BX"], ns["BY"], ns["BZ"])
         return LaunchNode(function, grid, block, ns["SHARED"], buffer, pointers)
 

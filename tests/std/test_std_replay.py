@@ -4,6 +4,7 @@ replayed calls compute what numpy does on the GPU."""
 
 from __future__ import annotations
 
+import dataclasses
 import weakref
 from typing import Any
 
@@ -12,10 +13,11 @@ import pytest
 
 import cubejit as cj
 import cubejit.std as cs
+from cubejit import config
 from cubejit.backends.cuda.buffer import CudaBuffer, CudaView
 from cubejit.errors import BackendUnavailableError
 from cubejit.ir.types import Scalar
-from cubejit.std import rows, scan
+from cubejit.std import replay, rows, scan
 
 
 class KeepingClient:
@@ -263,6 +265,85 @@ def test_a_replay_at_the_last_addresses_asks_no_device_again_but_waits_on_stream
     for _ in range(3):
         cs.softmax(streamed, out=out, client=client)
     assert client.adopted[4:].count(1 << 28) == 3, "a producer's stream is waited on every call"
+
+
+def test_the_very_same_call_again_runs_its_graph_without_reading_a_signature(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    client = GraphingClient()
+    x, out = TorchLike((8, 1024), (1024, 1), 1 << 30), TorchLike((8, 1024), (1024, 1), 1 << 29)
+    for _ in range(4):
+        assert cs.softmax(x, out=out, client=client) is out
+    signatures = _calls_of(replay, "_signature", monkeypatch)
+    for _ in range(4):
+        assert cs.softmax(x, out=out, client=client) is out
+    assert signatures == [] and client.graphs[-1].runs == 6
+    assert len(client.launches) == 2, "nothing launched one by one"
+
+
+def test_new_arrays_at_the_same_addresses_each_call_are_not_remembered(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    client = GraphingClient()
+    remembered = _calls_of(replay, "_again_of", monkeypatch)
+    for _ in range(6):
+        x = TorchLike((8, 1024), (1024, 1), 1 << 30)
+        out = TorchLike((8, 1024), (1024, 1), 1 << 29)
+        cs.softmax(x, out=out, client=client)
+    assert client.graphs[-1].runs == 4 and remembered == []
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["address", "shape", "strides", "gradient", "object", "keyword", "settings"],
+)
+def test_a_call_unlike_the_last_one_reads_its_signature_again(
+    change: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = GraphingClient()
+    x, out = TorchLike((8, 1024), (1024, 1), 1 << 30), TorchLike((8, 1024), (1024, 1), 1 << 29)
+    for _ in range(4):
+        cs.softmax(x, out=out, client=client)
+    signatures = _calls_of(replay, "_signature", monkeypatch)
+    kwargs: dict[str, Any] = {"out": out, "client": client}
+    if change == "address":
+        x._ptr = 1 << 31
+    elif change == "shape":
+        for t in (x, out):
+            t.shape, t._strides = (16, 512), (512, 1)
+    elif change == "strides":
+        x._strides = (1, 8)
+    elif change == "gradient":
+        x.requires_grad = True
+    elif change == "object":
+        x = TorchLike((8, 1024), (1024, 1), 1 << 30)
+    elif change == "keyword":
+        kwargs = {"client": client, "out": TorchLike((8, 1024), (1024, 1), 1 << 29)}
+    else:
+        monkeypatch.setattr(config, "_current", dataclasses.replace(config.settings()))
+    cs.softmax(x, **kwargs)
+    assert signatures, f"a call with another {change} is read as it is"
+
+
+def test_a_remembered_call_keeps_none_of_its_arrays_alive() -> None:
+    client = GraphingClient()
+    x, out = TorchLike((8, 1024), (1024, 1), 1 << 30), TorchLike((8, 1024), (1024, 1), 1 << 29)
+    for _ in range(4):
+        cs.softmax(x, out=out, client=client)
+    client.graphs.clear()
+    client.launches.clear()
+    gone = weakref.ref(x), weakref.ref(out)
+    del x, out
+    assert [ref() for ref in gone] == [None, None]
+
+
+def test_another_librarys_array_is_waited_on_at_every_call_of_a_graph() -> None:
+    client = GraphingClient()
+    x, out = Foreign((8, 1024), 1 << 28), Foreign((8, 1024), 1 << 27)
+    for _ in range(5):
+        cs.softmax(x, out=out, client=client)
+    assert client.graphs[-1].runs == 3
+    assert client.adopted.count(1 << 28) == 5
 
 
 @pytest.fixture(scope="module")

@@ -160,14 +160,16 @@ def replayed(fn: F) -> F:
     def call(*args: Any, **kwargs: Any) -> Any:
         if _recording.now is not None:
             return fn(*args, **kwargs)
-        for again in recent:
-            values = _same_values(again, args, kwargs)
-            if values is not None:
-                done, result = _run_again(again, values)
-                if done:
-                    return result
-                recent[:] = [kept for kept in recent if kept is not again]
-                break
+        if recent:
+            values = (*args, *kwargs.values()) if kwargs else args
+            ids = (*map(id, values), *kwargs)
+            for again in recent:
+                if again.ids == ids and _unchanged(again, values):
+                    done, result = _run_again(again, values)
+                    if done:
+                        return result
+                    recent[:] = [kept for kept in recent if kept is not again]
+                    break
         seen = _signature(args, kwargs)
         if seen is None:
             return fn(*args, **kwargs)
@@ -202,15 +204,15 @@ class _Again:
     PyTorch tensors are still where and as they were, under the same settings, runs that graph
     again without its signature being read: the graph was made for those very operands."""
 
-    values: tuple[Any, ...]
-    """Each argument, positional then keyword: a weak reference to an array, the value itself
-    otherwise."""
-    count: int
-    """How many were positional."""
-    names: frozenset[str]
-    """The keywords (in another order, the values are not the same objects in turn)."""
-    tensors: tuple[tuple[int, int, Any, Any, Any], ...]
-    """The position, address, shape, strides and element type of each PyTorch tensor."""
+    ids: tuple[int | str, ...]
+    """The identity of each argument, positional then keyword, then the keywords in order."""
+    arrays: tuple[weakref.ref[Any], ...]
+    """A weak reference to each array argument: while each lives, an argument of its identity
+    is that very array."""
+    kept: tuple[Any, ...]
+    """The other arguments, held so that their identities stay theirs."""
+    tensors: tuple[tuple[int, tuple[Any, ...]], ...]
+    """The position of each PyTorch tensor and what :func:`_layout` read of it."""
     positions: tuple[int, ...]
     """The position of each array, in the order of the signature's arrays."""
     addresses: tuple[int, ...]
@@ -219,6 +221,19 @@ class _Again:
     returned: int
     """The position of the argument the call returns (``out``), ``-1`` for ``None``, ``-2``
     for another value (a view, a scratch buffer), made again each call."""
+
+
+def _layout(tensor: Any) -> tuple[Any, ...]:
+    """What a graph's launches rely on of a PyTorch tensor: its address, shape, strides,
+    element type, device and gradient (an in-place change of any keeps the object)."""
+    return (
+        tensor.data_ptr(),
+        tensor.shape,
+        tensor.stride(),
+        tensor.dtype,
+        tensor.is_cuda,
+        tensor.requires_grad,
+    )
 
 
 def _again_of(
@@ -234,25 +249,22 @@ def _again_of(
     place = {id(value): position for position, value in enumerate(values)}
     positions = []
     tensors = []
-    for array, address, stream in arrays:
+    for array, _, stream in arrays:
         position = place[id(array)]
         positions.append(position)
         if stream is _OWN:
             continue
         if not _torch_types.get(type(array)):
             return None
-        tensors.append((position, address, array.shape, array.stride(), array.dtype))
-    kept = list(values)
-    for position in positions:
-        kept[position] = weakref.ref(values[position])
+        tensors.append((position, _layout(array)))
     said = plan.result
     returned = -1 if said is None else -2
     if said is not None and not said.made and said.view is None:
         returned = positions[said.index]
     return _Again(
-        tuple(kept),
-        len(args),
-        frozenset(kwargs),
+        (*map(id, values), *kwargs),
+        tuple(weakref.ref(values[p]) for p in positions),
+        tuple(v for p, v in enumerate(values) if p not in positions),
         tuple(tensors),
         tuple(positions),
         addresses,
@@ -262,33 +274,16 @@ def _again_of(
     )
 
 
-def _same_values(
-    again: _Again, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> tuple[Any, ...] | None:
-    """The call's arguments, positional then keyword, when they are ``again``'s very objects
-    and its tensors are unchanged; else ``None``."""
-    if (
-        len(args) != again.count
-        or kwargs.keys() != again.names
-        or _settings() is not again.settings
-    ):
-        return None
-    values = (*args, *kwargs.values()) if kwargs else args
-    for kept, value in zip(again.values, values, strict=True):
-        if kept is not value and (type(kept) is not weakref.ReferenceType or kept() is not value):
-            return None
-    for position, address, shape, strides, dtype in again.tensors:
-        tensor = values[position]
-        if (
-            tensor.data_ptr() != address
-            or tensor.shape != shape
-            or tensor.stride() != strides
-            or tensor.dtype is not dtype
-            or not tensor.is_cuda
-            or tensor.requires_grad
-        ):
-            return None
-    return values
+def _unchanged(again: _Again, values: tuple[Any, ...]) -> bool:
+    """Whether ``values``, of ``again``'s identities, are its very objects still, its tensors
+    unchanged and the settings the same."""
+    for array in again.arrays:
+        if array() is None:
+            return False
+    for position, layout in again.tensors:
+        if _layout(values[position]) != layout:
+            return False
+    return _settings() is again.settings
 
 
 def _run_again(again: _Again, values: tuple[Any, ...]) -> tuple[bool, Any]:

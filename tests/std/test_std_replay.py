@@ -325,6 +325,21 @@ def test_a_call_unlike_the_last_one_reads_its_signature_again(
     assert signatures, f"a call with another {change} is read as it is"
 
 
+def test_the_same_objects_under_swapped_keywords_are_another_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    client = GraphingClient()
+    x, out = TorchLike((8, 1024), (1024, 1), 1 << 30), TorchLike((8, 1024), (1024, 1), 1 << 29)
+    w, b = TorchLike((1024,), (1,), 1 << 28), TorchLike((1024,), (1,), 1 << 27)
+    for _ in range(4):
+        cs.layer_norm(x, weight=w, bias=b, out=out, client=client)
+    signatures = _calls_of(replay, "_signature", monkeypatch)
+    cs.layer_norm(x, weight=w, bias=b, out=out, client=client)
+    assert signatures == [], "the very same call runs its graph again"
+    cs.layer_norm(x, bias=w, weight=b, out=out, client=client)
+    assert signatures, "the same objects in one another's places are read as they are"
+
+
 def test_a_remembered_call_keeps_none_of_its_arrays_alive() -> None:
     client = GraphingClient()
     x, out = TorchLike((8, 1024), (1024, 1), 1 << 30), TorchLike((8, 1024), (1024, 1), 1 << 29)

@@ -11,10 +11,10 @@ addresses, orders the client after their producers' streams as the first call di
 empty buffers and launches the same specs on views of them. When its arrays are at the
 addresses of the last replay, one CUDA graph of that replay's launches (made at the first such
 call) runs them all in one driver call; and a call of the very objects of one of the last
-few such calls, its PyTorch tensors unchanged (address, shape, strides, element type), runs
-that graph again without its signature being read. A call that launches anything the record
-cannot say again (a buffer it filled, another library's array it made) is never replayed: its
-signature runs as written every time.
+few such calls, its PyTorch tensors unchanged (address, shape, strides, element type, device,
+gradient), runs that graph again without its signature being read. A call that launches
+anything the record cannot say again (a buffer it filled, another library's array it made) is
+never replayed: its signature runs as written every time.
 
 The signature of an array argument is its element type, shape, strides, alignment to 16 bytes,
 writeability and client (a PyTorch tensor's read from its own methods); of any other argument

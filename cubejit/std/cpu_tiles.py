@@ -9,7 +9,9 @@ inner dimension, adds each of its ``RM`` elements of ``a`` times a row segment o
 row of them: a loop over ``BN`` adjacent elements, which the C compiler vectorises. ``b`` and
 the result are seen as ``(rows, N / BN, BN)``, so a segment's position is its own coordinate
 and the compiler sees its elements as adjacent. ``BN`` is the widest power of two up to
-:data:`BN` that divides ``N``; rows past ``M`` in the last cubes are skipped.
+:data:`BN` that divides ``N``. Rows past ``M`` in the last cubes repeat row ``M - 1`` and are
+not written: testing each row at each step along the inner dimension instead made the
+kernel 1.7 times slower (1024³ f32 on two x86 cores: 52 to 69 ms against 28 to 39).
 """
 
 from __future__ import annotations
@@ -42,16 +44,16 @@ def matmul_kernel(T: Scalar) -> Kernel:
     ):
         acc = cj.LocalArray[A](RM * BN)
         m = a.shape(0)
+        last = m - 1
         m0 = cj.CUBE_POS_Y * RM
         c = cj.CUBE_POS_X
         for t in range(RM * BN):
             acc[t] = A(0)
         for p in range(a.shape(1)):
             for r in cj.unroll(range(RM)):
-                if m0 + r < m:
-                    av = A(T(a[m0 + r, p]))
-                    for j in range(BN):
-                        acc[r * BN + j] += av * A(b[p, c, j])
+                av = A(T(a[min(m0 + r, last), p]))
+                for j in range(BN):
+                    acc[r * BN + j] += av * A(b[p, c, j])
         for r in cj.unroll(range(RM)):
             if m0 + r < m:
                 for j in range(BN):

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import cubejit as cj
 from cubejit.ir.types import Scalar
-from cubejit.lang import Kernel
+from cubejit.lang import Function, Kernel
 from cubejit.runtime.lines import line_size
 from cubejit.std.views import accumulator
 
@@ -94,8 +94,62 @@ def lined_totals_kernel(T: Scalar) -> Kernel:
 
 
 @functools.cache
+def run_scan(T: Scalar, A: Scalar) -> Function:
+    """One unit's scan of its run of ``R`` lines of row ``(i, k)`` of ``x`` from line
+    ``start``, in registers: ``scan_run(x, run, i, k, start, n, R, EXCLUSIVE)`` leaves in
+    ``run`` (a local array of ``R`` lines' elements) the run's inclusive sums, or exclusive
+    ones, and returns the run's total. Lines past ``n`` count as zeros."""
+
+    @cj.function
+    def scan_run(x, run, i, k, start, n, R, EXCLUSIVE) -> A:  # type: ignore[no-untyped-def]
+        if start + R <= n:
+            for r in cj.unroll(range(R)):
+                v = A(T(x[i, k, start + r]))
+                for q in cj.unroll(range(x.line_size())):
+                    run[r * x.line_size() + q] = v[q]
+        else:
+            for r in cj.unroll(range(R)):
+                v = cj.line(A(0), x.line_size())
+                if start + r < n:
+                    v = A(T(x[i, k, start + r]))
+                for q in cj.unroll(range(x.line_size())):
+                    run[r * x.line_size() + q] = v[q]
+        s = A(0)
+        for m in cj.unroll(range(R * x.line_size())):
+            if EXCLUSIVE:
+                e = run[m]
+                run[m] = s
+                s += e
+            else:
+                s += run[m]
+                run[m] = s
+        return s
+
+    return scan_run
+
+
+@functools.cache
+def run_store(U: Scalar) -> Function:
+    """``store_run(out, run, lead, i, k, start, n, R, L)`` writes ``lead`` plus each of ``run``'s
+    sums (``R`` lines of ``L`` elements from line ``start``) to row ``(i, k)`` of ``out``, but
+    none past line ``n``."""
+
+    @cj.function
+    def store_run(out, run, lead, i, k, start, n, R, L):  # type: ignore[no-untyped-def]
+        for r in cj.unroll(range(R)):
+            if start + r < n:
+                j = (start + r) * L
+                for q in cj.unroll(range(L)):
+                    out[i, k, j + q] = U(lead + run[r * L + q])
+
+    return store_run
+
+
+@functools.cache
 def lined_scan_kernel(T: Scalar, U: Scalar) -> Kernel:
     A = accumulator(T)
+    scan_run = run_scan(T, A)
+    store_run = run_store(U)
 
     @cj.kernel
     def lined_scan_blocks(
@@ -121,27 +175,7 @@ def lined_scan_kernel(T: Scalar, U: Scalar) -> Kernel:
             carry = offsets[cj.CUBE_POS]
         for t in range(min(cj.u32(K), cj.cdiv(n - first, cj.CUBE_DIM * R))):
             start = first + cj.u32(t) * cj.CUBE_DIM * R + cj.UNIT_POS * R
-            if start + R <= n:
-                for r in cj.unroll(range(R)):
-                    v = A(T(x[i, k, start + r]))
-                    for q in cj.unroll(range(x.line_size())):
-                        run[r * x.line_size() + q] = v[q]
-            else:
-                for r in cj.unroll(range(R)):
-                    v = cj.line(A(0), x.line_size())
-                    if start + r < n:
-                        v = A(T(x[i, k, start + r]))
-                    for q in cj.unroll(range(x.line_size())):
-                        run[r * x.line_size() + q] = v[q]
-            s = A(0)
-            for m in cj.unroll(range(R * x.line_size())):
-                if EXCLUSIVE:
-                    e = run[m]
-                    run[m] = s
-                    s += e
-                else:
-                    s += run[m]
-                    run[m] = s
+            s = scan_run(x, run, i, k, start, n, R, EXCLUSIVE)
             before = cj.plane_exclusive_sum(s)
             if cj.UNIT_POS_PLANE == cj.PLANE_DIM - 1:
                 partial[mine] = before + s
@@ -153,13 +187,16 @@ def lined_scan_kernel(T: Scalar, U: Scalar) -> Kernel:
                     lead += w
                 carry += w
             cj.sync_cube()
-            for r in cj.unroll(range(R)):
-                if start + r < n:
-                    j = (start + r) * x.line_size()
-                    for q in cj.unroll(range(x.line_size())):
-                        out[i, k, j + q] = U(lead + run[r * x.line_size() + q])
+            store_run(out, run, lead, i, k, start, n, R, x.line_size())
 
     return lined_scan_blocks
 
 
-__all__ = ["CONFIG", "LinedScan", "lined_scan_kernel", "lined_totals_kernel"]
+__all__ = [
+    "CONFIG",
+    "LinedScan",
+    "lined_scan_kernel",
+    "lined_totals_kernel",
+    "run_scan",
+    "run_store",
+]

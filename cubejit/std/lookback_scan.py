@@ -24,11 +24,14 @@ import functools
 import cubejit as cj
 from cubejit.ir.types import Scalar, f32
 from cubejit.lang import Kernel
+from cubejit.std.lined_scan import run_scan, run_store
 
 
 @functools.cache
 def lookback_scan_kernel(T: Scalar, U: Scalar) -> Kernel:
     A = f32
+    scan_run = run_scan(T, A)
+    store_run = run_store(U)
 
     @cj.kernel
     def lookback_scan_tiles(
@@ -55,27 +58,7 @@ def lookback_scan_kernel(T: Scalar, U: Scalar) -> Kernel:
         n = x.shape(2)
         mine = cj.UNIT_POS // cj.PLANE_DIM
         start = (tile % blocks) * cj.CUBE_DIM * R + cj.UNIT_POS * R
-        if start + R <= n:
-            for r in cj.unroll(range(R)):
-                v = A(T(x[i, k, start + r]))
-                for q in cj.unroll(range(x.line_size())):
-                    run[r * x.line_size() + q] = v[q]
-        else:
-            for r in cj.unroll(range(R)):
-                v = cj.line(A(0), x.line_size())
-                if start + r < n:
-                    v = A(T(x[i, k, start + r]))
-                for q in cj.unroll(range(x.line_size())):
-                    run[r * x.line_size() + q] = v[q]
-        s = A(0)
-        for m in cj.unroll(range(R * x.line_size())):
-            if EXCLUSIVE:
-                e = run[m]
-                run[m] = s
-                s += e
-            else:
-                s += run[m]
-                run[m] = s
+        s = scan_run(x, run, i, k, start, n, R, EXCLUSIVE)
         before = cj.plane_exclusive_sum(s)
         if cj.UNIT_POS_PLANE == cj.PLANE_DIM - 1:
             partial[mine] = before + s
@@ -109,11 +92,7 @@ def lookback_scan_kernel(T: Scalar, U: Scalar) -> Kernel:
             shared_prefix[0] = prefix
         cj.sync_cube()
         lead += shared_prefix[0]
-        for r in cj.unroll(range(R)):
-            if start + r < n:
-                j = (start + r) * x.line_size()
-                for q in cj.unroll(range(x.line_size())):
-                    out[i, k, j + q] = U(lead + run[r * x.line_size() + q])
+        store_run(out, run, lead, i, k, start, n, R, x.line_size())
 
     return lookback_scan_tiles
 

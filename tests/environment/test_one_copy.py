@@ -225,6 +225,32 @@ def test_a_warm_first_launch_reads_the_store_once(
     assert len(queries) == 1 and queries[0].startswith("SELECT r.key, r.value")
 
 
+def test_ready_reads_runs_the_very_query_a_first_launch_runs_and_finds_nothing(
+    root: Path, outcomes: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cubejit.environment.artifacts import ready_reads
+
+    launch_all(CpuClient(target=CpuTarget()), range(1))
+    ENVIRONMENTS.reset()
+    statements: list[str] = []
+    answers: list[int] = []
+    real_run = SqliteStorage._run
+
+    def counted_run(self: SqliteStorage, work: Any) -> Any:
+        statements.append(getattr(work, "args", ("write",))[0])
+        result = real_run(self, work)
+        answers.append(len(result) if isinstance(result, list) else -1)
+        return result
+
+    monkeypatch.setattr(SqliteStorage, "_run", counted_run)
+    ready_reads()
+    assert answers == [0], "the look-up ran once and found no entry"
+    launch_all(CpuClient(target=CpuTarget()), range(1), cj.kernel(scaled.fn))
+    assert outcomes[-1] == "loaded"
+    assert statements[1:] == statements[:1], "the first launch ran the statement prepared"
+    assert answers[1] >= 1
+
+
 def test_a_warm_first_launch_writes_no_records_until_a_batch_compiles(root: Path) -> None:
     from cubejit.environment import records
 

@@ -48,8 +48,8 @@ from cubejit.compile.loader import KernelLoader
 from cubejit.compile.mirror import Mirror
 from cubejit.compile.recording import ServerLogger
 from cubejit.environment import ArtifactStore
+from cubejit.environment.artifacts import ready_reads
 from cubejit.environment.build import build_id
-from cubejit.environment.manager import ENVIRONMENTS
 from cubejit.errors import BackendUnavailableError, LaunchError
 from cubejit.ir.types import Scalar, TensorType, from_dtype
 from cubejit.runtime.checking import checked_variant
@@ -63,10 +63,10 @@ def _ready_store() -> None:
     """What the client's store needs that no device does, done while the driver opens the
     device on a thread of its own (:mod:`cubejit.backends.cuda_opening`) rather than after:
     NVRTC's version, which names the namespace, the build id, which keys every artifact, and
-    the active environment's database, opened."""
+    the active environment's database, opened and read once (:func:`ready_reads`)."""
     nvrtc.version()
     build_id()
-    ENVIRONMENTS.current()
+    ready_reads()
 
 
 COMPILING = (

@@ -6,15 +6,17 @@ Each cube takes the next tile number from a ticket (so every tile before it belo
 already running), scans its tile in registers (runs of lines per unit, as
 :mod:`cubejit.std.lined_scan`), publishes the tile's total, then walks back over the tiles
 before it, adding their totals until one has published its inclusive prefix, and publishes its
-own. Each tile's state is one ``u64`` atomic: a flag in the high half (0: nothing yet, 1: the
+own. The walk is the first plane's: each step reads the states of ``PLANE_DIM`` tiles at once,
+and takes them when every tile up to the nearest inclusive one has published (else it reads them
+again). Each tile's state is one ``u64`` atomic: a flag in the high half (0: nothing yet, 1: the
 tile's total, 2: the inclusive prefix up to the tile) and the ``f32`` value's bits in the low
 half. The value and its flag travel in one relaxed atomic word, so a reader that sees the flag
 sees its value: the scan needs no ordering between two locations, which the language's relaxed
 atomics and missing fence could not give. ``f64`` would need a 128-bit word, so ``f64`` keeps
 the reduce-then-scan form. Rows are chained tile after tile (over all rows when ``FLAT``).
 
-The input is read once and the output written once, against three passes for
-reduce-then-scan; the kernels run on every backend (the tests run them on the CPU too).
+The input is read once and the output written once, against three passes for reduce-then-scan;
+the kernels run on every backend (the tests run them on the CPU too).
 """
 
 from __future__ import annotations
@@ -70,26 +72,47 @@ def lookback_scan_kernel(T: Scalar, U: Scalar) -> Kernel:
             if p < mine:
                 lead += w
             total += w
-        if cj.UNIT_POS == 0:
+        if mine == 0:
             first = tile == 0 or (not FLAT and tile % blocks == 0)
+            if cj.UNIT_POS == 0:
+                flag_now = cj.u64(1)
+                if first:
+                    flag_now = cj.u64(2)
+                state[tile].store((flag_now << 32) | cj.u64(cj.bitcast(total, cj.u32)))
             prefix = A(0)
-            if first:
-                state[tile].store((cj.u64(2) << 32) | cj.u64(cj.bitcast(total, cj.u32)))
-            else:
-                state[tile].store((cj.u64(1) << 32) | cj.u64(cj.bitcast(total, cj.u32)))
-                back = tile - 1
+            if not first:
+                chain = cj.u32(0)
+                if not FLAT:
+                    chain = tile - tile % blocks
+                lane = cj.UNIT_POS_PLANE
+                end = tile
                 done = False
                 while not done:
-                    word = state[back].load()
-                    flag = word >> 32
-                    if flag != 0:
-                        prefix += cj.bitcast(cj.u32(word & cj.u64(0xFFFFFFFF)), cj.f32)
-                        if flag == 2:
+                    flag = cj.u64(2)
+                    value = A(0)
+                    if lane < end - chain:
+                        word = state[end - 1 - lane].load()
+                        flag = word >> 32
+                        value = cj.bitcast(cj.u32(word & cj.u64(0xFFFFFFFF)), cj.f32)
+                    near = cj.u32(cj.PLANE_DIM)
+                    if flag == 2:
+                        near = lane
+                    nearest = cj.plane_min(near)
+                    if not cj.plane_any(flag == 0 and lane < nearest):
+                        taken = A(0)
+                        if lane <= nearest:
+                            taken = value
+                        prefix += cj.plane_sum(taken)
+                        if nearest < cj.PLANE_DIM:
                             done = True
                         else:
-                            back -= 1
-                state[tile].store((cj.u64(2) << 32) | cj.u64(cj.bitcast(prefix + total, cj.u32)))
-            shared_prefix[0] = prefix
+                            end -= cj.u32(cj.PLANE_DIM)
+                if cj.UNIT_POS == 0:
+                    state[tile].store(
+                        (cj.u64(2) << 32) | cj.u64(cj.bitcast(prefix + total, cj.u32))
+                    )
+            if cj.UNIT_POS == 0:
+                shared_prefix[0] = prefix
         cj.sync_cube()
         lead += shared_prefix[0]
         store_run(out, run, lead, i, k, start, n, R, x.line_size())

@@ -22,7 +22,6 @@ from cubejit.ir.nodes import (
     Atomic,
     AtomicOp,
     Binary,
-    BinaryOp,
     Buffer,
     BufferKind,
     Cast,
@@ -39,21 +38,12 @@ from cubejit.ir.nodes import (
 from cubejit.ir.types import ArrayType, LineType, TensorType, bool_, u32
 from cubejit.lang.cooperation import AtomicType, BufferMaker, Collective, sync_cube
 from cubejit.lang.expressions import ExpressionRules, tensor_index_nodes
-from cubejit.lang.folding import int_binary
+from cubejit.lang.folding import int_binary, typed_int_binary, wrap_int
 from cubejit.lang.signature import resolve
 from cubejit.lang.source import Problem, Spelling
 from cubejit.lang.values import ArrayRef, Literal, PyObject, Scalarish, Value, coerce, typed
 
 _ATOMIC_METHODS = {op.value: op for op in AtomicOp}
-_FOLDABLE = {
-    BinaryOp.ADD: lambda a, b: a + b,
-    BinaryOp.SUB: lambda a, b: a - b,
-    BinaryOp.MUL: lambda a, b: a * b,
-    BinaryOp.FLOORDIV: lambda a, b: a // b,
-    BinaryOp.MOD: lambda a, b: a % b,
-    BinaryOp.SHL: lambda a, b: a << b,
-    BinaryOp.SHR: lambda a, b: a >> b,
-}
 
 
 class CooperationRules(ExpressionRules):
@@ -102,12 +92,13 @@ class CooperationRules(ExpressionRules):
                 return dims[axis] if axis is not None else dims[0] * dims[1] * dims[2]
             return None
         if isinstance(e, Cast):
-            return self._fold(e.value) if e.type.is_int else None
-        if isinstance(e, Binary) and e.op in _FOLDABLE:
+            value = self._fold(e.value) if e.type.is_int else None
+            return None if value is None else wrap_int(value, e.type)
+        if isinstance(e, Binary) and e.type.is_int and not e.op.is_comparison:
             a, b = self._fold(e.lhs), self._fold(e.rhs)
-            if a is None or b is None or (b == 0 and e.op in (BinaryOp.FLOORDIV, BinaryOp.MOD)):
+            if a is None or b is None:
                 return None
-            return int(_FOLDABLE[e.op](a, b))
+            return typed_int_binary(e.op, a, b, e.type)
         return None
 
     def cooperative_call(self, node: ast.Call) -> Value | None:

@@ -41,6 +41,31 @@ def test_buffer_sizes_are_folded_from_comptime_values_cube_dim_and_plane_dim() -
     assert "96i32" in str(ir)
 
 
+def test_a_comptime_comparison_folds_as_its_unsigned_operands_compute() -> None:
+    @cj.kernel
+    def wrapped(out: cj.Array[cj.u32]):
+        if cj.UNIT_POS == 0:
+            out[0] = cj.PLANE_DIM - cj.CUBE_DIM
+            out[1] = cj.u32(2)
+            if cj.PLANE_DIM - cj.CUBE_DIM > cj.u32(7):
+                out[1] = cj.u32(1)
+            out[2] = cj.u32(2)
+            if (cj.PLANE_DIM - cj.CUBE_DIM) // cj.u32(4096) > cj.u32(7):
+                out[2] = cj.u32(1)
+
+    ir = wrapped.specialize(64).define(plane_dim=32)
+    assert str(ir).count("if ") == 1, "both comparisons fold, as u32 arithmetic computes them"
+    assert "out[1i32] = 1u32" in str(ir) and "out[2i32] = 1u32" in str(ir)
+    client = cj.client("cpu")
+    out = client.empty(3, cj.u32)
+    wrapped.launch(client, 1, 64, out)
+    got = client.read(out)
+    plane = cpu_capabilities(CPU_LIMITS).plane_size
+    expected = (plane - 64) % 2**32
+    assert got[0] == expected, "the run-time value wraps as a u32"
+    assert list(got[1:]) == [1, 1], "the folded branches agree with the wrapped values"
+
+
 def test_an_if_on_cube_dim_and_plane_dim_keeps_the_branch_taken_and_its_buffers_alone() -> None:
     @cj.kernel
     def staged(x: cj.Array[cj.f32], n: cj.u32):

@@ -146,9 +146,17 @@ def test_an_outage_one_thread_meets_leaves_another_threads_operation_to_finish(r
     other = threading.Thread(target=wait)
     other.start()
     assert waiting.wait(5)
-    threading.Event().wait(0.2)
+    _until_a_client_blocks_in("blpop", redis.Redis.from_url(redis_url))
     with pytest.raises(Offline):
         link.run(lambda client: client.execute_command("NO-SUCH-COMMAND"))
     other.join(10)
     link.close()
     assert outcome == [None], "the blocked read ran to its end, untouched by the outage"
+
+
+def _until_a_client_blocks_in(command: str, admin: redis.Redis) -> None:
+    """Returns once the server lists a connection running ``command`` (a read under way)."""
+    deadline = time.monotonic() + 5
+    while not any(c.get("cmd") == command for c in admin.client_list()):
+        assert time.monotonic() < deadline, f"no connection came to run {command}"
+    admin.close()

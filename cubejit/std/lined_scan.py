@@ -11,11 +11,8 @@ lines), so each block costs one read for its total and one read and one write fo
 scan of the block totals is the same routine again. The output is written element by element at
 its own strides, so any ``out`` works.
 
-The scan is reduce-then-scan (three passes over memory), not a single-pass decoupled look-back:
-a look-back publishes each block's total to the next through global memory and needs a release
-store and an acquire load (or a fence) between a block's value and its flag; the language's
-atomics are relaxed and it has no fence, so such a kernel would rest on ordering the language
-does not promise.
+This is reduce-then-scan, three passes over memory; :mod:`cubejit.std.lookback_scan` scans in
+one, for sums in ``f32``.
 
 The kernels run on every backend (the tests run them on the CPU too); ``scan`` takes them on CUDA.
 """
@@ -27,7 +24,7 @@ from dataclasses import dataclass
 
 import cubejit as cj
 from cubejit.ir.types import Scalar
-from cubejit.lang import Function, Kernel
+from cubejit.lang import Kernel
 from cubejit.runtime.lines import line_size
 from cubejit.std.views import accumulator
 
@@ -46,7 +43,18 @@ class LinedScan:
 
 
 CONFIG = LinedScan(units=256, lines=1, rounds=16)
-"""The configuration ``scan`` uses on CUDA."""
+"""The reduce-then-scan configuration: the form of sums kept in ``f64``."""
+
+FORMS = (
+    LinedScan(units=256, lines=8, rounds=1, single_pass=True),
+    LinedScan(units=128, lines=8, rounds=1, single_pass=True),
+    LinedScan(units=96, lines=16, rounds=1, single_pass=True),
+    LinedScan(units=128, lines=16, rounds=1, single_pass=True),
+    CONFIG,
+)
+"""The forms ``scan``'s tuner chooses among on CUDA, the first its default: tiles of 4096 to
+8192 ``f32`` elements for the look-back (fewer units with longer runs keep more loads in flight
+per unit; shared memory holds the tile), and reduce-then-scan."""
 
 
 def lanes(view: object, scalar: Scalar) -> int:
@@ -94,62 +102,8 @@ def lined_totals_kernel(T: Scalar) -> Kernel:
 
 
 @functools.cache
-def run_scan(T: Scalar, A: Scalar) -> Function:
-    """One unit's scan of its run of ``R`` lines of row ``(i, k)`` of ``x`` from line
-    ``start``, in registers: ``scan_run(x, run, i, k, start, n, R, EXCLUSIVE)`` leaves in
-    ``run`` (a local array of ``R`` lines' elements) the run's inclusive sums, or exclusive
-    ones, and returns the run's total. Lines past ``n`` count as zeros."""
-
-    @cj.function
-    def scan_run(x, run, i, k, start, n, R, EXCLUSIVE) -> A:  # type: ignore[no-untyped-def]
-        if start + R <= n:
-            for r in cj.unroll(range(R)):
-                v = A(T(x[i, k, start + r]))
-                for q in cj.unroll(range(x.line_size())):
-                    run[r * x.line_size() + q] = v[q]
-        else:
-            for r in cj.unroll(range(R)):
-                v = cj.line(A(0), x.line_size())
-                if start + r < n:
-                    v = A(T(x[i, k, start + r]))
-                for q in cj.unroll(range(x.line_size())):
-                    run[r * x.line_size() + q] = v[q]
-        s = A(0)
-        for m in cj.unroll(range(R * x.line_size())):
-            if EXCLUSIVE:
-                e = run[m]
-                run[m] = s
-                s += e
-            else:
-                s += run[m]
-                run[m] = s
-        return s
-
-    return scan_run
-
-
-@functools.cache
-def run_store(U: Scalar) -> Function:
-    """``store_run(out, run, lead, i, k, start, n, R, L)`` writes ``lead`` plus each of ``run``'s
-    sums (``R`` lines of ``L`` elements from line ``start``) to row ``(i, k)`` of ``out``, but
-    none past line ``n``."""
-
-    @cj.function
-    def store_run(out, run, lead, i, k, start, n, R, L):  # type: ignore[no-untyped-def]
-        for r in cj.unroll(range(R)):
-            if start + r < n:
-                j = (start + r) * L
-                for q in cj.unroll(range(L)):
-                    out[i, k, j + q] = U(lead + run[r * L + q])
-
-    return store_run
-
-
-@functools.cache
 def lined_scan_kernel(T: Scalar, U: Scalar) -> Kernel:
     A = accumulator(T)
-    scan_run = run_scan(T, A)
-    store_run = run_store(U)
 
     @cj.kernel
     def lined_scan_blocks(
@@ -175,7 +129,27 @@ def lined_scan_kernel(T: Scalar, U: Scalar) -> Kernel:
             carry = offsets[cj.CUBE_POS]
         for t in range(min(cj.u32(K), cj.cdiv(n - first, cj.CUBE_DIM * R))):
             start = first + cj.u32(t) * cj.CUBE_DIM * R + cj.UNIT_POS * R
-            s = scan_run(x, run, i, k, start, n, R, EXCLUSIVE)
+            if start + R <= n:
+                for r in cj.unroll(range(R)):
+                    v = A(T(x[i, k, start + r]))
+                    for q in cj.unroll(range(x.line_size())):
+                        run[r * x.line_size() + q] = v[q]
+            else:
+                for r in cj.unroll(range(R)):
+                    v = cj.line(A(0), x.line_size())
+                    if start + r < n:
+                        v = A(T(x[i, k, start + r]))
+                    for q in cj.unroll(range(x.line_size())):
+                        run[r * x.line_size() + q] = v[q]
+            s = A(0)
+            for m in cj.unroll(range(R * x.line_size())):
+                if EXCLUSIVE:
+                    e = run[m]
+                    run[m] = s
+                    s += e
+                else:
+                    s += run[m]
+                    run[m] = s
             before = cj.plane_exclusive_sum(s)
             if cj.UNIT_POS_PLANE == cj.PLANE_DIM - 1:
                 partial[mine] = before + s
@@ -187,16 +161,13 @@ def lined_scan_kernel(T: Scalar, U: Scalar) -> Kernel:
                     lead += w
                 carry += w
             cj.sync_cube()
-            store_run(out, run, lead, i, k, start, n, R, x.line_size())
+            for r in cj.unroll(range(R)):
+                if start + r < n:
+                    j = (start + r) * x.line_size()
+                    for q in cj.unroll(range(x.line_size())):
+                        out[i, k, j + q] = U(lead + run[r * x.line_size() + q])
 
     return lined_scan_blocks
 
 
-__all__ = [
-    "CONFIG",
-    "LinedScan",
-    "lined_scan_kernel",
-    "lined_totals_kernel",
-    "run_scan",
-    "run_store",
-]
+__all__ = ["CONFIG", "LinedScan", "lined_scan_kernel", "lined_totals_kernel"]

@@ -3,8 +3,9 @@
 """The single-pass scan with decoupled look-back, for ``f32`` accumulation on CUDA.
 
 Each cube takes the next tile number from a ticket (so every tile before it belongs to a cube
-already running), scans its tile in registers (runs of lines per unit, as
-:mod:`cubejit.std.lined_scan`), publishes the tile's total, then walks back over the tiles
+already running), reads its tile into shared memory in coalesced rounds of lines, sums each
+unit's run of adjacent elements there (padded one word in 33 against bank conflicts), publishes
+the tile's total, then walks back over the tiles
 before it, adding their totals until one has published its inclusive prefix, and publishes its
 own. The walk is the first plane's: each step reads the states of ``PLANE_DIM`` tiles at once,
 and takes them when every tile up to the nearest inclusive one has published (else it reads them
@@ -14,6 +15,10 @@ half. The value and its flag travel in one relaxed atomic word, so a reader that
 sees its value: the scan needs no ordering between two locations, which the language's relaxed
 atomics and missing fence could not give. ``f64`` would need a 128-bit word, so ``f64`` keeps
 the reduce-then-scan form. Rows are chained tile after tile (over all rows when ``FLAT``).
+
+Each unit then rewrites its run as running sums in place, and the tile is stored in coalesced
+rounds of elements, so ``out`` may have any strides. No run is held in registers across the
+walk: registers would bound the cubes an SM keeps in flight, which the walk's latency needs.
 
 The input is read once and the output written once, against three passes for reduce-then-scan;
 the kernels run on every backend (the tests run them on the CPU too).
@@ -26,14 +31,11 @@ import functools
 import cubejit as cj
 from cubejit.ir.types import Scalar, f32
 from cubejit.lang import Kernel
-from cubejit.std.lined_scan import run_scan, run_store
 
 
 @functools.cache
 def lookback_scan_kernel(T: Scalar, U: Scalar) -> Kernel:
     A = f32
-    scan_run = run_scan(T, A)
-    store_run = run_store(U)
 
     @cj.kernel
     def lookback_scan_tiles(
@@ -48,7 +50,7 @@ def lookback_scan_kernel(T: Scalar, U: Scalar) -> Kernel:
         partial = cj.SharedMemory[A](cj.CUBE_DIM // cj.PLANE_DIM + 1)
         shared_tile = cj.SharedMemory[cj.u32](1)
         shared_prefix = cj.SharedMemory[A](1)
-        run = cj.LocalArray[A](R * x.line_size())
+        staged = cj.SharedMemory[A](cj.CUBE_DIM * R * x.line_size() * 33 // 32 + 1)
         tiles = state.len() - 1
         if cj.UNIT_POS == 0:
             shared_tile[0] = cj.u32(state[tiles].fetch_add(cj.u64(1)))
@@ -59,8 +61,20 @@ def lookback_scan_kernel(T: Scalar, U: Scalar) -> Kernel:
         k = row % x.shape(1)
         n = x.shape(2)
         mine = cj.UNIT_POS // cj.PLANE_DIM
-        start = (tile % blocks) * cj.CUBE_DIM * R + cj.UNIT_POS * R
-        s = scan_run(x, run, i, k, start, n, R, EXCLUSIVE)
+        base = (tile % blocks) * cj.CUBE_DIM * R
+        for r in cj.unroll(range(R)):
+            g = cj.u32(r * cj.CUBE_DIM) + cj.UNIT_POS
+            v = cj.line(A(0), x.line_size())
+            if base + g < n:
+                v = A(T(x[i, k, base + g]))
+            for q in cj.unroll(range(x.line_size())):
+                e = g * x.line_size() + q
+                staged[e + e // 32] = v[q]
+        cj.sync_cube()
+        s = A(0)
+        for m in cj.unroll(range(R * x.line_size())):
+            e = cj.UNIT_POS * (R * x.line_size()) + m
+            s += staged[e + e // 32]
         before = cj.plane_exclusive_sum(s)
         if cj.UNIT_POS_PLANE == cj.PLANE_DIM - 1:
             partial[mine] = before + s
@@ -114,8 +128,23 @@ def lookback_scan_kernel(T: Scalar, U: Scalar) -> Kernel:
             if cj.UNIT_POS == 0:
                 shared_prefix[0] = prefix
         cj.sync_cube()
-        lead += shared_prefix[0]
-        store_run(out, run, lead, i, k, start, n, R, x.line_size())
+        running = lead + shared_prefix[0]
+        for m in cj.unroll(range(R * x.line_size())):
+            e = cj.UNIT_POS * (R * x.line_size()) + m
+            if EXCLUSIVE:
+                here = staged[e + e // 32]
+                staged[e + e // 32] = running
+                running += here
+            else:
+                running += staged[e + e // 32]
+                staged[e + e // 32] = running
+        cj.sync_cube()
+        last = n * x.line_size()
+        for r in cj.unroll(range(R * x.line_size())):
+            e = cj.u32(r * cj.CUBE_DIM) + cj.UNIT_POS
+            j = base * x.line_size() + e
+            if j < last:
+                out[i, k, j] = U(staged[e + e // 32])
 
     return lookback_scan_tiles
 

@@ -70,9 +70,10 @@ def _specs() -> list[Any]:
                 )
             )
             if t != cj.f64:
+                p = lined_scan.FORMS[0]
                 specs.append(
                     lookback_scan.lookback_scan_kernel(t, t).specialize(
-                        c.units, R=c.lines, EXCLUSIVE=n > 1, FLAT=n > 1, line_sizes=dict(x=n)
+                        p.units, R=p.lines, EXCLUSIVE=n > 1, FLAT=n > 1, line_sizes=dict(x=n)
                     )
                 )
             specs.append(

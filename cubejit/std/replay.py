@@ -14,7 +14,8 @@ call) runs them all in one driver call; and a call of the very objects of one of
 few such calls, its PyTorch tensors unchanged (address, shape, strides, element type, device,
 gradient), runs that graph again without its signature being read. A call that launches
 anything the record cannot say again (a buffer it filled, another library's array it made) is
-never replayed: its signature runs as written every time.
+recorded once more (a first call may have tuned, running candidates on copies of its arrays),
+then never replayed: its signature runs as written every time.
 
 The signature of an array argument is its element type, shape, strides, alignment to 16 bytes,
 writeability and client (a PyTorch tensor's read from its own methods); of any other argument
@@ -175,8 +176,8 @@ def replayed(fn: F) -> F:
             return fn(*args, **kwargs)
         key, arrays, addresses, client = seen
         plan = plans.get(key, _UNKNOWN)
-        if plan is _UNKNOWN:
-            return _record(fn, args, kwargs, key, arrays, plans)
+        if plan is _UNKNOWN or plan is _AGAIN:
+            return _record(fn, args, kwargs, key, arrays, plans, plan is _AGAIN)
         if plan is None:
             return fn(*args, **kwargs)
         result = _replay(plan, arrays, addresses, client)
@@ -308,6 +309,9 @@ def _run_again(again: _Again, values: tuple[Any, ...]) -> tuple[bool, Any]:
 
 
 _UNKNOWN: Any = object()
+_AGAIN: Any = object()
+"""A signature whose first call the record could not say again: the next is recorded too,
+since the first may have tuned (run candidates on copies of its arrays) and the next will not."""
 
 
 def _record(
@@ -317,6 +321,7 @@ def _record(
     key: tuple[Any, ...],
     arrays: list[tuple[Any, int, Any]],
     plans: dict[tuple[Any, ...], Plan | None],
+    again: bool,
 ) -> Any:
     recording = _Recording([(a, address) for a, address, _ in arrays])
     _recording.now = recording
@@ -332,7 +337,7 @@ def _record(
         plan = Plan(made, launches, said, _keeps_nothing(launches))
     if len(plans) >= PLANS_KEPT:
         plans.clear()
-    plans[key] = plan
+    plans[key] = plan if plan is not None or again else _AGAIN
     return result
 
 

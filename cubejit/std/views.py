@@ -101,13 +101,13 @@ def _base_of(x: np.ndarray) -> np.ndarray:
 
 
 def _device_operand(x: Any, client: Client | None, name: str) -> Operand:
-    """A device array as an operand: a client's buffer as it is; another library's array
+    """A device array as an operand: a client's buffer or view as it is; another library's array
     as a launch reads one (``__cuda_array_interface__``, DLPack), checked to be on the client's
     device and ordered after its producer's stream once, here, so that its views launch as
     they are."""
-    from cubejit.backends.cuda.buffer import CudaBuffer, UnusableArray, device_array
+    from cubejit.backends.cuda.buffer import CudaBuffer, CudaView, UnusableArray, device_array
 
-    if isinstance(x, CudaBuffer):
+    if isinstance(x, CudaBuffer | CudaView):
         if client is None:
             client = x.client
         elif x.client is not client:
@@ -115,6 +115,10 @@ def _device_operand(x: Any, client: Client | None, name: str) -> Operand:
                 f"{name} is a buffer of another client: copy it to this one with "
                 f"client.to_device(other.read(buffer))"
             )
+        if isinstance(x, CudaView):
+            # Its maker checked and ordered the memory; its owner is what a replay says.
+            owner = x if x.owner is None else x.owner
+            return Operand(client, x.scalar, x.shape, x.strides, x.ptr, owner, x.writeable)
         shape = x.shape
         return Operand(client, x.scalar, shape, _c_strides(shape), x.ptr, x)
     try:

@@ -1,14 +1,14 @@
-"""The CUDA scan's two forms beside ``torch.cumsum``: reduce-then-scan and the single pass.
+"""The CUDA scan's forms beside ``torch.cumsum``: the single pass and reduce-then-scan.
 
-``cubejit.std.scan`` takes, for rows of adjacent elements on CUDA, the form
-``cubejit.std.scan.LINED["cuda"]`` names: reduce-then-scan (``lined_scan.CONFIG``: three
-passes over memory) or, for ``f32`` sums, the single-pass decoupled look-back
-(``LinedScan(single_pass=True)``: one read and one write) in tiles of ``units * lines``
-lines. This script sets each configuration in turn, checks ``cumsum`` of ``2**26`` f32 against
-float64 sums, and times it with CUDA events over ``--calls`` calls of the standard function
-unreplayed (every call runs as written, so each configuration takes effect), the median of
-``--rounds`` rounds; ``torch.cumsum`` is timed the same way. Bandwidth counts one read and one
-write of the array; the ratio is torch's time over the form's (above 1: faster than torch).
+``cubejit.std.scan`` scans rows of adjacent elements on CUDA in the form its tuner chooses among
+``cubejit.std.scan.LINED["cuda"]`` (``lined_scan.FORMS``): for ``f32`` sums the single-pass
+decoupled look-back (``LinedScan(single_pass=True)``: one read and one write) in tiles of
+``units * lines`` lines, or reduce-then-scan (``lined_scan.CONFIG``: three passes over memory).
+This script times the tuned ``cumsum``, then each of those forms and a few more alone, checking
+``cumsum`` of ``2**26`` f32 against float64 sums; each with CUDA events over ``--calls`` calls of
+the standard function unreplayed (every call runs as written, so each form takes effect), the
+median of ``--rounds`` rounds; ``torch.cumsum`` is timed the same way. Bandwidth counts one read
+and one write of the array; the ratio is torch's time over the form's (above 1: faster).
 
     python benchmarks/scan_forms.py [--size-log2 26] [--calls 20] [--rounds 7]
 """
@@ -20,11 +20,11 @@ import statistics
 from collections.abc import Callable
 
 import cubejit.std as cs
-from cubejit.std import scan
+from cubejit.std import lined_scan, scan
 from cubejit.std.lined_scan import LinedScan
 
-SINGLE_PASS = ((256, 2), (256, 4), (256, 8), (512, 2), (512, 4), (128, 8), (1024, 2))
-"""The single-pass configurations timed: units per cube, lines per unit."""
+MORE = ((256, 4), (512, 4), (64, 16), (64, 32))
+"""Single-pass forms timed beside the tuner's: units per cube, lines per unit."""
 
 
 def main() -> None:
@@ -62,27 +62,31 @@ def main() -> None:
 
     peer = timed(lambda: torch.cumsum(x, 0))
     as_written = cs.cumsum.__wrapped__  # type: ignore[attr-defined]
-    configurations = [scan.LINED["cuda"]] + [
-        LinedScan(units=units, lines=lines, rounds=16, single_pass=True)
-        for units, lines in SINGLE_PASS
-    ]
+    forms = [*lined_scan.FORMS, *(LinedScan(u, r, 1, single_pass=True) for u, r in MORE)]
     print(f"cumsum of 2**{args.size_log2} f32 on CUDA, CUDA events, median of {args.rounds}")
     print(f"{'form':34s} {'µs':>8s} {'GB/s':>7s} {'ratio':>9s} {'max rel err':>12s}")
     print(f"{'torch.cumsum':34s} {peer:8.1f} {8 * n / peer / 1e3:7.0f} {1.0:9.2f}")
-    chosen = scan.LINED["cuda"]
+
+    def row(name: str) -> None:
+        as_written(x, out=out)
+        torch.cuda.synchronize()
+        error = ((out.double() - want).abs() / want.abs().clamp(min=1)).max().item()
+        took = timed(lambda: as_written(x, out=out))
+        rate = 8 * n / took / 1e3
+        print(f"{name:34s} {took:8.1f} {rate:7.0f} {peer / took:9.2f} {error:12.1e}")
+
+    tuned = scan.LINED["cuda"]
+    row("tuned")
     try:
-        for form in configurations:
-            scan.LINED["cuda"] = form
-            as_written(x, out=out)
-            torch.cuda.synchronize()
-            error = ((out.double() - want).abs() / want.abs().clamp(min=1)).max().item()
-            took = timed(lambda: as_written(x, out=out))
+        for form in forms:
+            scan.LINED["cuda"] = (form,)
             kind = "single pass" if form.single_pass else "reduce-then-scan"
-            name = f"{kind} {form.units}x{form.lines}"
-            rate = 8 * n / took / 1e3
-            print(f"{name:34s} {took:8.1f} {rate:7.0f} {peer / took:9.2f} {error:12.1e}")
+            row(
+                f"{kind} {form.units}x{form.lines}"
+                + ("" if form.single_pass else f"x{form.rounds}")
+            )
     finally:
-        scan.LINED["cuda"] = chosen
+        scan.LINED["cuda"] = tuned
 
 
 if __name__ == "__main__":

@@ -30,14 +30,16 @@ from cubejit.std import cpu_runs, integer_bins
 from cubejit.std.bin_rule import numpy_bin
 from cubejit.std.integer_bins import IntegerBins
 from cubejit.std.views import operand, output, try_fold
+from cubejit.tune import Tunable, Tuner, anchor
 
 SHARED_BINS = 4096
 """The most bins counted in shared memory (16 KiB of ``u32``)."""
-RUN = {"cpu": (256, 256), "cuda": (256, 16)}
-"""Units per cube and elements each unit counts."""
-INTEGER_BINS: dict[str, IntegerBins | None] = {"cpu": None, "cuda": integer_bins.CONFIG}
-"""Where integers counted one value to a bin take :mod:`cubejit.std.integer_bins`, and how;
-``None`` keeps the form above."""
+RUN = {"cpu": ((256, 256),), "cuda": ((256, 16), (256, 32), (512, 8), (128, 64))}
+"""Units per cube and elements each unit counts: the choices of :func:`tuner` (the first where
+one is not tuned)."""
+INTEGER_BINS: dict[str, tuple[IntegerBins, ...]] = {"cpu": (), "cuda": integer_bins.FORMS}
+"""Where integers counted one value to a bin take :mod:`cubejit.std.integer_bins`, and the
+forms its tuner chooses among (the first where one is not tuned); none keeps the form above."""
 
 
 def _compute_type(scalar: Scalar) -> Scalar:
@@ -151,13 +153,17 @@ def histogram(
     result, counts = output(out, src.client, (bins,), i64, "histogram")
     if counts.strides != (1,):
         raise LaunchError("cubejit.std.histogram: out must be contiguous")
-    dim, per_unit = RUN[src.client.backend]
-    zero_kernel().launch(src.client, -(-bins // 256), 256, result)
+    client = src.client
+    zero_kernel().launch(client, -(-bins // 256), 256, result)
     if src.size == 0:
         return result
-    form = INTEGER_BINS[src.client.backend]
-    if form is not None and integer_bins.applies(src, bins, lo, hi, form):
-        integer_bins.count(src, result, bins, lo, form)
+    forms = INTEGER_BINS[client.backend]
+    if forms and integer_bins.applies(src, bins, lo, hi, forms[0]):
+        flat = src.view((src.size,), (1,))
+        if len(forms) > 1:
+            integer_bins.tuner(forms, src.scalar).launch(client, flat, result, bins, lo)
+        else:
+            integer_bins.count(client, flat, result, bins, lo, forms[0], src.scalar)
         return result
     edges = np.linspace(first, last, bins + 1, dtype=compute.dtype)
     device_edges = src.client.to_device(edges)
@@ -176,21 +182,67 @@ def histogram(
     if src.client.backend == "cpu" and private:
         cpu_runs.count(src.client, xv, result, device_edges, lo, span, bins, compute)
         return result
-    cubes = -(-src.size // (dim * per_unit))
-    histogram_kernel(src.scalar).launch(
-        src.client,
+    runs = RUN[client.backend]
+    args = (xv, result, device_edges, lo, span, bins)
+    if len(runs) > 1:
+        tuner(runs, src.scalar).launch(client, *args)
+    else:
+        _count(client, *args, run=runs[0], scalar=src.scalar)
+    return result
+
+
+def _count(
+    client: Any,
+    xv: Any,
+    counts: Any,
+    edges: Any,
+    lo: float,
+    span: float,
+    bins: int,
+    run: tuple[int, int],
+    scalar: Scalar,
+) -> None:
+    """Adds the counts of ``xv`` (a rank-3 view of ``scalar``s) in ``bins`` bins from ``lo``
+    over ``span`` to ``counts``, each of ``run[0]`` units per cube counting ``run[1]``
+    elements."""
+    dim, per_unit = run
+    private = bins <= SHARED_BINS
+    cubes = -(-math.prod(xv.shape) // (dim * per_unit))
+    histogram_kernel(scalar).launch(
+        client,
         cubes,
         dim,
         xv,
-        result,
-        device_edges,
+        counts,
+        edges,
         lo,
         span,
         R=per_unit,
         BINS=bins if private else 1,
         PRIVATE=private,
     )
-    return result
+
+
+@functools.cache
+def tuner(runs: tuple[tuple[int, int], ...], T: Scalar) -> Tuner:
+    """The tuner of counting ``T`` elements in bins among ``runs`` (see :data:`RUN`): one
+    decision per size class of the input and of the count of bins."""
+
+    def candidate(run: tuple[int, int]) -> Tunable:
+        return Tunable(
+            f"{run[0]} units, {run[1]} elements each",
+            functools.partial(_count, run=run, scalar=T),
+            kernels=(histogram_kernel(T),),
+        )
+
+    return Tuner(
+        f"cubejit.std.histogram.{T.name}.edges",
+        key=lambda xv, counts, edges, lo, span, bins: (
+            anchor(math.prod(xv.shape)),
+            anchor(bins),
+        ),
+        candidates=[candidate(r) for r in runs],
+    )
 
 
 def _read(src: Any, value: Any) -> Any:

@@ -21,11 +21,14 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import cubejit as cj
+from cubejit.errors import LaunchError
 from cubejit.ir.types import Scalar
 from cubejit.lang import Kernel
 from cubejit.std.views import Operand
+from cubejit.tune import Tunable, Tuner, anchor
 
 SMALL_INTEGERS = ("i8", "i16", "i32", "u8", "u16", "u32")
 """The element types whose values ``i64`` holds with room to subtract any ``lo`` it holds."""
@@ -46,7 +49,18 @@ class IntegerBins:
 
 
 CONFIG = IntegerBins(units=256, lines=4, copies=1, cubes=1056)
-"""The configuration ``histogram`` uses on CUDA (1056 cubes: 8 per SM of an H200)."""
+"""The default configuration on CUDA (1056 cubes: 8 per SM of an H200)."""
+
+FORMS = (
+    CONFIG,
+    IntegerBins(units=256, lines=4, copies=2, cubes=1056),
+    IntegerBins(units=512, lines=4, copies=1, cubes=528),
+    IntegerBins(units=256, lines=8, copies=1, cubes=528),
+    IntegerBins(units=1024, lines=2, copies=2, cubes=264),
+)
+"""The configurations ``histogram``'s tuner chooses among on CUDA, the first its default: more
+copies spread the atomics of a cube over more addresses, more lines a unit keep more loads in
+flight, fewer and larger cubes add their counts to the global bins fewer times."""
 
 
 def applies(x: Operand, bins: int, lo: float, hi: float, form: IntegerBins) -> bool:
@@ -126,13 +140,27 @@ def integer_bins_kernel(T: Scalar) -> Kernel:
     return count_values
 
 
-def count(x: Operand, counts: object, bins: int, lo: float, form: IntegerBins) -> None:
-    """Adds the counts of ``x`` (which :func:`applies`) to ``counts``, ``bins`` ``i64``."""
-    flat = x.view((x.size,), (1,))
-    widest = 16 // x.scalar.itemsize
-    cubes = max(1, min(form.cubes, -(-x.size // (form.units * form.lines * widest))))
-    integer_bins_kernel(x.scalar).launch(
-        x.client,
+def count(
+    client: Any,
+    flat: Any,
+    counts: object,
+    bins: int,
+    lo: float,
+    form: IntegerBins,
+    scalar: Scalar,
+) -> None:
+    """Adds the counts of ``flat`` (a one-dimensional view of ``scalar``s of an array
+    :func:`applies` to) to ``counts``, ``bins`` ``i64``; a form whose copies do not fit shared
+    memory raises."""
+    if bins * form.copies > SHARED_COUNTERS:
+        raise LaunchError(
+            f"cubejit.std.histogram: {form.copies} copies of {bins} bins exceed the "
+            f"{SHARED_COUNTERS} counters shared memory holds"
+        )
+    widest = 16 // scalar.itemsize
+    cubes = max(1, min(form.cubes, -(-flat.shape[0] // (form.units * form.lines * widest))))
+    integer_bins_kernel(scalar).launch(
+        client,
         cubes,
         form.units,
         flat,
@@ -144,4 +172,23 @@ def count(x: Operand, counts: object, bins: int, lo: float, form: IntegerBins) -
     )
 
 
-__all__ = ["CONFIG", "IntegerBins", "applies", "count", "integer_bins_kernel"]
+@functools.cache
+def tuner(forms: tuple[IntegerBins, ...], T: Scalar) -> Tuner:
+    """The tuner of :func:`count` for ``T`` among ``forms``: one decision per size class of
+    the input and of the count of bins."""
+
+    def candidate(form: IntegerBins) -> Tunable:
+        return Tunable(
+            f"{form.units} units, {form.lines} lines, {form.copies} copies, {form.cubes} cubes",
+            functools.partial(count, form=form, scalar=T),
+            kernels=(integer_bins_kernel(T),),
+        )
+
+    return Tuner(
+        f"cubejit.std.histogram.{T.name}",
+        key=lambda flat, counts, bins, lo: (anchor(flat.shape[0]), anchor(bins)),
+        candidates=[candidate(f) for f in forms],
+    )
+
+
+__all__ = ["CONFIG", "FORMS", "IntegerBins", "applies", "count", "integer_bins_kernel", "tuner"]

@@ -27,11 +27,12 @@ from cubejit.std.views import accumulator
 LINED = {"cpu": False, "cuda": True}
 """Whether a backend's launches take the lined form for contiguous rows."""
 
-LINES_PER_UNIT = {"softmax": 4, "layer_norm": 4}
-"""The most lines of a row each unit of a kernel keeps: the row is spread over units so that
-each holds at most this many (a row longer than ``1024`` units of them takes the two-pass form
-of :mod:`~cubejit.std.rows`). Fewer lines a unit means more units to a row, so shorter rows
-still fill the multiprocessors; more means more loads in flight and fewer cube-wide steps."""
+LINES_PER_UNIT = {"softmax": (4, 2, 8), "layer_norm": (4, 2, 8)}
+"""The most lines of a row each unit of a kernel keeps, the choices of a tuner (the first where
+one is not tuned): the row is spread over units so that each holds at most this many (a row
+longer than ``1024`` units of the largest takes the two-pass form of :mod:`~cubejit.std.rows`).
+Fewer lines a unit means more units to a row, so shorter rows still fill the multiprocessors;
+more means more loads in flight and fewer cube-wide steps."""
 
 
 @functools.cache

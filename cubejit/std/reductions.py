@@ -38,6 +38,7 @@ from cubejit.std.views import (
     output,
     try_fold,
 )
+from cubejit.tune import Tunable, Tuner, anchor
 
 RUN = {"cpu": (64, 1024), "cuda": (256, 16)}
 """Units per cube and elements each unit reads for a reduction over all elements (on CUDA in
@@ -107,11 +108,15 @@ def runs_kernel(T: Scalar) -> Kernel:
     return reduce_runs
 
 
-LINES = {"cpu": None, "cuda": (1024, 132, 8)}
-"""For a reduction over all elements of a contiguous array: units per cube, cubes and lines
-each unit loads a round (independent loads in flight) of the lined form, or ``None`` where a
-backend keeps the runs form. The cubes are a bounded number (one or a few per multiprocessor)
-that take the array grid-stride, so that their partials are few and one small cube finishes."""
+LINES: dict[str, tuple[tuple[int, int, int], ...]] = {
+    "cpu": (),
+    "cuda": ((1024, 132, 8), (512, 264, 8), (1024, 264, 4), (256, 528, 8)),
+}
+"""For a reduction over all elements of a contiguous array: the shapes of the lined form
+:func:`tuner` chooses among (the first where one is not tuned), each units per cube, cubes and
+lines each unit loads a round (independent loads in flight); none where a backend keeps the
+runs form. The cubes are a bounded number (one or a few per multiprocessor) that take the
+array grid-stride, so that their partials are few and one small cube finishes."""
 
 
 @functools.cache
@@ -205,9 +210,13 @@ def reduce_all(x: Operand, out: Operand, op: int, init: float, scale: float) -> 
         flat = Operand(client, x.scalar, (a, b), (xa, xb), x.base, x.owner)
         reduce_rows(flat, 1, rows, op, init, 1.0)
         x, b, xb = rows, a, 1
-    lined = LINES[client.backend]
-    if lined is not None and xb == 1 and b > lined[0]:
-        reduce_lines(x, b, out, op, init, scale, lined)
+    forms = LINES[client.backend]
+    if forms and xb == 1 and b > forms[0][0]:
+        if len(forms) > 1:
+            views = (x.view((b,), (1,)), out.view((1,), (1,)))
+            tuner(forms, x.scalar, out.scalar).launch(client, *views, op, init, scale)
+        else:
+            reduce_lines(x, b, out, op, init, scale, forms[0])
         return
     if client.backend == "cpu" and (xb == 1 or b == 1):
         cpu_runs.reduce_all(x.view((b,), (1,)), out, op, init, scale)
@@ -282,6 +291,28 @@ def reduce_lines(
         init,
         scale,
         OP=op,
+    )
+
+
+@functools.cache
+def tuner(forms: tuple[tuple[int, int, int], ...], T: Scalar, U: Scalar) -> Tuner:
+    """The tuner of lined reductions of every element of a ``T`` array into a ``U`` among
+    ``forms`` (see :data:`LINES`): one decision per size class of the array, whatever the
+    operation. A candidate launches on its arrays' client; its kernels are declared."""
+
+    def candidate(form: tuple[int, int, int]) -> Tunable:
+        def run(client: Any, x: Any, out: Any, op: int, init: float, scale: float) -> None:
+            src = operand(x)
+            reduce_lines(src, src.size, operand(out), op, init, scale, form)
+
+        dim, cubes, per_round = form
+        kernels = (lines_kernel(T), rows_kernel(accumulator(T), U))
+        return Tunable(f"{dim} units, {cubes} cubes, {per_round} a round", run, kernels)
+
+    return Tuner(
+        f"cubejit.std.reduce.{T.name}.{U.name}",
+        key=lambda x, out, op, init, scale: (anchor(x.shape[0]),),
+        candidates=[candidate(f) for f in forms],
     )
 
 

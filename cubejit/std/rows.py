@@ -45,6 +45,7 @@ from cubejit.std.views import (
     operand,
     output,
 )
+from cubejit.tune import Tunable, Tuner, anchor
 
 PER_UNIT = 8
 """The most elements of a row each unit keeps for the one-pass form."""
@@ -196,20 +197,72 @@ def _walks_rows(src: Operand, scalar: Scalar, *views: Any) -> bool:
 Layouts = list[tuple[Operand, tuple[int, ...]]]
 
 
-def _lined(
-    what: str, scalar: Scalar, n: int, layouts: Layouts, steps: list[int]
-) -> tuple[int, int, int] | None:
-    """Lanes, units per cube and lines per unit of the lined form for rows of ``n`` elements
-    (:mod:`~cubejit.std.lined_rows`) of operands laid out as ``layouts`` (each with its strides
-    other than the row's), or ``None`` where it does not serve: another backend, a row whose
-    elements are not adjacent in every operand (``steps``), or one too long for one pass."""
+def _lined(what: str, scalar: Scalar, n: int, layouts: Layouts, steps: list[int]) -> int | None:
+    """The lanes of the lined form for rows of ``n`` elements (:mod:`~cubejit.std.lined_rows`)
+    of operands laid out as ``layouts`` (each with its strides other than the row's), or
+    ``None`` where it does not serve: another backend, a row whose elements are not adjacent in
+    every operand (``steps``), or one too long for one pass at the most lines a unit keeps."""
     if not LINED[layouts[0][0].client.backend] or any(s != 1 for s in steps):
         return None
     lanes = line_size(scalar, n, [(op.address, outer) for op, outer in layouts])
-    shape = shape_of_lines(n // lanes, LINES_PER_UNIT[what])
-    if shape is None:
+    if shape_of_lines(n // lanes, builtins.max(LINES_PER_UNIT[what])) is None:
         return None
-    return lanes, *shape
+    return lanes
+
+
+def _lines(what: str, scalar: Scalar, lanes: int, client: Any, *args: Any) -> None:
+    """Runs ``what``'s lined kernel on ``args`` (rank-3 views of rows ``x`` and ``out``, then
+    for ``layer_norm`` the weight, the bias and ``eps``), tuned where there is a choice."""
+    most = LINES_PER_UNIT[what]
+    if len(most) > 1:
+        lines_tuner(what, scalar, lanes, most).launch(client, *args)
+    else:
+        _launch_lines(what, scalar, lanes, most[0], client, *args)
+
+
+def _launch_lines(
+    what: str, scalar: Scalar, lanes: int, most: int, client: Any, x: Any, out: Any, *rest: Any
+) -> None:
+    """One launch of ``what``'s lined kernel, each unit keeping at most ``most`` lines."""
+    n = x.shape[2]
+    shape = shape_of_lines(n // lanes, most)
+    if shape is None:
+        raise LaunchError(
+            f"cubejit.std.{what}: a row of {n} elements does not fit 1024 units of {most} "
+            f"lines of {lanes}"
+        )
+    dim, per_unit = shape
+    rows = x.shape[0] * x.shape[1]
+    if what == "softmax":
+        kernel = softmax_lines_kernel(scalar, lanes)
+        args: tuple[Any, ...] = (cj.lined(x, lanes), cj.lined(out, lanes), -math.inf)
+    else:
+        weight, bias, eps = rest
+        kernel = layer_norm_lines_kernel(scalar, lanes)
+        lined = (cj.lined(a, lanes) for a in (x, weight, bias, out))
+        args = (*lined, eps, float(n))
+    launch(kernel, client, rows, dim, *args, K=per_unit)
+
+
+@functools.cache
+def lines_tuner(what: str, scalar: Scalar, lanes: int, most: tuple[int, ...]) -> Tuner:
+    """The tuner of ``what``'s lined kernel for rows in lines of ``lanes`` ``scalar``s: one
+    decision per size class of the row's length and of the count of rows, among ``most`` (the
+    most lines each unit keeps); a choice a row does not fit fails and is skipped."""
+    kernel = softmax_lines_kernel if what == "softmax" else layer_norm_lines_kernel
+
+    def candidate(lines: int) -> Tunable:
+        return Tunable(
+            f"{lines} lines a unit",
+            functools.partial(_launch_lines, what, scalar, lanes, lines),
+            kernels=(kernel(scalar, lanes),),
+        )
+
+    return Tuner(
+        f"cubejit.std.{what}.{scalar.name}.lines{lanes}",
+        key=lambda x, out, *rest: (anchor(x.shape[2]), anchor(x.shape[0] * x.shape[1])),
+        candidates=[candidate(m) for m in most],
+    )
 
 
 def _rows(x: Operand, out: Operand, axis: int, what: str) -> tuple[int, Any, Any, Layouts]:
@@ -246,19 +299,9 @@ def softmax(x: Any, axis: int = -1, *, out: Any = None, client: Any = None) -> A
     if rows == 0 or n == 0:
         return result
     client = src.client
-    lined = _lined("softmax", scalar, n, layouts, [src.strides[axis], dst.strides[axis]])
-    if lined is not None:
-        lanes, dim, per_unit = lined
-        launch(
-            softmax_lines_kernel(scalar, lanes),
-            client,
-            rows,
-            dim,
-            cj.lined(xv, lanes),
-            cj.lined(ov, lanes),
-            -math.inf,
-            K=per_unit,
-        )
+    lanes = _lined("softmax", scalar, n, layouts, [src.strides[axis], dst.strides[axis]])
+    if lanes is not None:
+        _lines("softmax", scalar, lanes, client, xv, ov)
         return result
     if _walks_rows(src, scalar, xv, ov):
         cpu_rows.softmax_rows(rows, xv, ov, scalar, src.client, -math.inf)
@@ -324,23 +367,9 @@ def layer_norm(
         return result
     client = src.client
     layouts += [(p, ()) for p in operands]
-    lined = _lined("layer_norm", scalar, n, layouts, [*steps, dst.strides[-1]])
-    if lined is not None:
-        lanes, dim, per_unit = lined
-        w, b = (cj.lined(p, lanes) for p in params)
-        launch(
-            layer_norm_lines_kernel(scalar, lanes),
-            client,
-            rows,
-            dim,
-            cj.lined(xv, lanes),
-            w,
-            b,
-            cj.lined(ov, lanes),
-            eps,
-            float(n),
-            K=per_unit,
-        )
+    lanes = _lined("layer_norm", scalar, n, layouts, [*steps, dst.strides[-1]])
+    if lanes is not None:
+        _lines("layer_norm", scalar, lanes, client, xv, ov, *params, eps)
         return result
     if _walks_rows(src, scalar, xv, ov):
         cpu_rows.layer_norm_rows(rows, xv, params[0], params[1], ov, eps, scalar, src.client)

@@ -7,9 +7,9 @@ sums are scanned (by the same routine, so any length works), and one launch resc
 starting from its offset, writing the result. On the CPU a cube is one unit scanning a long
 block serially; on CUDA a cube of units scans a block a cube-width at a time (plane scans, then
 the planes' totals in shared memory), except rows of adjacent elements, which CUDA scans in runs
-of lines per unit (:mod:`cubejit.std.lined_scan`, or the single-pass look-back of
-:mod:`cubejit.std.lookback_scan` where :data:`LINED` asks for it). Floats accumulate in ``f32``
-(``f64`` for ``f64``).
+of lines per unit: in one pass with decoupled look-back (:mod:`cubejit.std.lookback_scan`), or
+reduce-then-scan (:mod:`cubejit.std.lined_scan`), as a tuner finds faster for the size (sums
+in ``f64`` take the second). Floats accumulate in ``f32`` (``f64`` for ``f64``).
 
 Kernels here are made per element type; a kernel names each type in its body as well as in its
 signature, because the frontend resolves annotations through the kernel's closure.
@@ -39,12 +39,14 @@ from cubejit.std.views import (
     output,
     try_fold,
 )
+from cubejit.tune import Tunable, Tuner, anchor
 
 BLOCK = {"cpu": (1, 16384), "cuda": (256, 16)}
 """Units per cube and cube-widths per block."""
-LINED: dict[str, LinedScan | None] = {"cpu": None, "cuda": lined_scan.CONFIG}
-"""Where rows of adjacent elements take the lined form of :mod:`cubejit.std.lined_scan`, and
-how it cuts them; ``None`` keeps the form above."""
+LINED: dict[str, tuple[LinedScan, ...]] = {"cpu": (), "cuda": lined_scan.FORMS}
+"""Where rows of adjacent elements take the lined form of :mod:`cubejit.std.lined_scan`: the
+ways to cut them that :func:`tuner` chooses among (the first for scans it does not tune); none
+keeps the form above."""
 
 
 @functools.cache
@@ -130,16 +132,23 @@ def scan_kernel(T: Scalar, U: Scalar) -> Kernel:
     return scan_blocks
 
 
-def scan(x: Operand, out: Operand, exclusive: bool, flat: bool) -> None:
+def scan(x: Operand, out: Operand, exclusive: bool, flat: bool, tuned: bool = True) -> None:
     """Scans ``x`` into ``out``, both rank-3 layouts ``(A, B, N)`` of one shape: along ``N``
-    for each row, or, when ``flat``, over all elements in row-major order."""
+    for each row, or, when ``flat``, over all elements in row-major order; a lined scan is
+    tuned unless not ``tuned`` (the scan of a scan's block totals)."""
     client = x.client
     if client.backend == "cpu" and cpu_runs.adjacent(x, out):
         cpu_runs.scan(x, out, exclusive, flat)
         return
-    form = LINED[client.backend]
-    if form is not None and x.strides[2] == 1:
-        _scan_lined(x, out, exclusive, flat, form)
+    forms = tuple(
+        f for f in LINED[client.backend] if not f.single_pass or accumulator(x.scalar) == f32
+    )
+    if forms and x.strides[2] == 1:
+        if tuned and len(forms) > 1:
+            views = (x.view(x.shape, x.strides), out.view(out.shape, out.strides))
+            tuner(forms, x.scalar, out.scalar).launch(client, *views, exclusive, flat)
+        else:
+            _scan_lined(x, out, exclusive, flat, forms[0])
         return
     dim, per_block = BLOCK[client.backend]
     a, b, n = x.shape
@@ -152,7 +161,7 @@ def scan(x: Operand, out: Operand, exclusive: bool, flat: bool) -> None:
         totals = new_array(client, (rows * blocks,), acc)
         launch(totals_kernel(x.scalar), client, rows * blocks, dim, xv, totals, blocks, K=per_block)
         layout = (1, 1, rows * blocks) if flat else (a, b, blocks)
-        scan(_packed(totals, client, layout), _packed(offsets, client, layout), True, False)
+        scan(_packed(totals, client, layout), _packed(offsets, client, layout), True, False, False)
     launch(
         scan_kernel(x.scalar, out.scalar),
         client,
@@ -215,7 +224,7 @@ def _scan_lined(x: Operand, out: Operand, exclusive: bool, flat: bool, form: Lin
             K=form.lines * form.rounds,
         )
         layout = (1, 1, rows * blocks) if flat else (a, b, blocks)
-        scan(_packed(totals, client, layout), _packed(offsets, client, layout), True, False)
+        scan(_packed(totals, client, layout), _packed(offsets, client, layout), True, False, False)
     launch(
         lined_scan_kernel(x.scalar, out.scalar),
         client,
@@ -229,6 +238,36 @@ def _scan_lined(x: Operand, out: Operand, exclusive: bool, flat: bool, form: Lin
         K=form.rounds,
         EXCLUSIVE=exclusive,
         OFFSETS=chained,
+    )
+
+
+@functools.cache
+def tuner(forms: tuple[LinedScan, ...], T: Scalar, U: Scalar) -> Tuner:
+    """The tuner of lined scans of ``T`` into ``U`` among ``forms``: one decision per size
+    class of the row's length and of the count of rows, and per ``flat`` (rows chained or
+    not). A candidate launches on its arrays' client, so its warm-up runs unrecorded; its
+    kernels are declared instead."""
+
+    def candidate(form: LinedScan) -> Tunable:
+        def run(client: Any, x: Any, out: Any, exclusive: bool, flat: bool) -> None:
+            _scan_lined(operand(x), operand(out), exclusive, flat, form)
+
+        if form.single_pass:
+            kernels: tuple[Kernel, ...] = (clear_kernel(), lookback_scan_kernel(T, U))
+        else:
+            kernels = (lined_totals_kernel(T), lined_scan_kernel(T, U))
+        shape = f"{form.units}x{form.lines}" + ("" if form.single_pass else f"x{form.rounds}")
+        name = ("single pass " if form.single_pass else "reduce-then-scan ") + shape
+        return Tunable(name, run, kernels=kernels)
+
+    return Tuner(
+        f"cubejit.std.cumsum.{T.name}.{U.name}",
+        key=lambda x, out, exclusive, flat: (
+            anchor(x.shape[2]),
+            anchor(x.shape[0] * x.shape[1]),
+            flat,
+        ),
+        candidates=[candidate(f) for f in forms],
     )
 
 

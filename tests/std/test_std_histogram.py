@@ -83,7 +83,7 @@ def test_the_integer_form_cuda_counts_with_matches_numpy_on_a_small_grid(
 ) -> None:
     units = 8 if device.backend == "cpu" else 64
     form = IntegerBins(units=units, lines=2, copies=3, cubes=5)
-    monkeypatch.setitem(histograms.INTEGER_BINS, device.backend, form)
+    monkeypatch.setitem(histograms.INTEGER_BINS, device.backend, (form,))
     info = np.iinfo(dtype)
     x = np.random.default_rng(n).integers(info.min, info.max, n, endpoint=True).astype(dtype)
     lo = -40 if info.min < 0 else 3

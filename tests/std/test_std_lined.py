@@ -23,7 +23,7 @@ from cubejit.std.views import operand
 def lined(device: Device, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The lined forms on the CPU too, with small cubes so that a test's arrays span many."""
     monkeypatch.setitem(lined_rows.LINED, "cpu", True)
-    monkeypatch.setitem(reductions.LINES, "cpu", (64, 3, 2))
+    monkeypatch.setitem(reductions.LINES, "cpu", ((64, 3, 2),))
     yield
 
 
@@ -51,12 +51,13 @@ def test_rows_of_aligned_contiguous_floats_take_16_byte_lines_and_strided_rows_d
 
     x = np.zeros((4, 1028), np.float32)
     assert x.ctypes.data % 16 == 0
-    assert lined(x[:, :1024], 1024, (0, 1028)) == (4, 64, 4)
-    assert lined(x[:, 2:1026], 1024, (0, 1028)) == (2, 128, 4)
-    assert lined(x[:, :1024], 1024, (0, 1026)) == (2, 128, 4)
-    assert lined(x[:, 1:], 1027, (0, 1028)) == (1, 512, 3)
+    assert lined(x[:, :1024], 1024, (0, 1028)) == 4
+    assert lined(x[:, 2:1026], 1024, (0, 1028)) == 2
+    assert lined(x[:, :1024], 1024, (0, 1026)) == 2
+    assert lined(x[:, 1:], 1027, (0, 1028)) == 1
     assert lined(x.T, 4, (0, 1), 1028) is None
-    assert lined(np.zeros((1, 16388), np.float32), 16388, (0, 0)) is None
+    assert lined(np.zeros((1, 32768), np.float32), 32768, (0, 0)) == 4
+    assert lined(np.zeros((1, 32772), np.float32), 32772, (0, 0)) is None
 
 
 def test_sliced_and_unaligned_rows_in_lines_match_numpy(device: Device) -> None:

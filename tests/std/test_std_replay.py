@@ -17,7 +17,17 @@ from cubejit import config
 from cubejit.backends.cuda.buffer import CudaBuffer, CudaView
 from cubejit.errors import BackendUnavailableError
 from cubejit.ir.types import Scalar
-from cubejit.std import replay, rows, scan
+from cubejit.std import lined_rows, reductions, replay, rows, scan
+
+
+@pytest.fixture(autouse=True)
+def untuned(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One form for each tuned launch: a client that only keeps its launches has nothing to
+    time."""
+    monkeypatch.setitem(scan.LINED, "cuda", scan.LINED["cuda"][:1])
+    monkeypatch.setitem(reductions.LINES, "cuda", reductions.LINES["cuda"][:1])
+    for what in ("softmax", "layer_norm"):
+        monkeypatch.setitem(lined_rows.LINES_PER_UNIT, what, lined_rows.LINES_PER_UNIT[what][:1])
 
 
 class KeepingClient:

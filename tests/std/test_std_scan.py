@@ -75,7 +75,7 @@ def test_the_lined_forms_cuda_scans_with_match_numpy_in_small_cubes(
 ) -> None:
     units = 4 if device.backend == "cpu" else 64
     form = LinedScan(units=units, lines=2, rounds=3, single_pass=single_pass)
-    monkeypatch.setitem(scan.LINED, device.backend, form)
+    monkeypatch.setitem(scan.LINED, device.backend, (form,))
     for n in (1, 7, 4099, 100_003):
         x = np.random.default_rng(n).standard_normal(n).astype(dtype)
         _check(device.get(cs.cumsum(device.put(x))), x, None, False)

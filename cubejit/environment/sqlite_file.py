@@ -152,16 +152,19 @@ def checked_schema(connection: sqlite3.Connection, kind: str, *, readonly: bool,
     the records', may be there already) and checks them; the database's kind."""
     tables = {row[0] for row in connection.execute(SELECT_TABLES)}
     if not tables & OWN_TABLES and not readonly:
-        if wal:
-            connection.execute("PRAGMA journal_mode = WAL")
-        with immediate(connection):
-            tables = {row[0] for row in connection.execute(SELECT_TABLES)}
-            if not tables & OWN_TABLES:
-                connection.execute(CREATE_META)
-                connection.execute(CREATE_ENTRIES)
-                connection.execute(WRITE_META, ("schema_version", SCHEMA_VERSION))
-                connection.execute(WRITE_META, ("kind", kind))
-                tables |= OWN_TABLES
+        # Two connections turning one new file to WAL at once each hold a shared lock and want
+        # the exclusive one; SQLite answers one "database is locked" without waiting.
+        with directory_lock(path_of(connection).parent):
+            if wal:
+                connection.execute("PRAGMA journal_mode = WAL")
+            with immediate(connection):
+                tables = {row[0] for row in connection.execute(SELECT_TABLES)}
+                if not tables & OWN_TABLES:
+                    connection.execute(CREATE_META)
+                    connection.execute(CREATE_ENTRIES)
+                    connection.execute(WRITE_META, ("schema_version", SCHEMA_VERSION))
+                    connection.execute(WRITE_META, ("kind", kind))
+                    tables |= OWN_TABLES
     if not OWN_TABLES <= tables:
         raise Damaged(f"tables {sorted(tables)} are not those of a cubejit store")
     version = connection.execute(READ_META, ("schema_version",)).fetchone()
@@ -199,7 +202,7 @@ def path_of(connection: sqlite3.Connection) -> Path:
 @contextmanager
 def directory_lock(folder: Path) -> Iterator[None]:
     """An exclusive ``flock`` on ``folder`` for the block, shared with every cubejit process
-    that sets a file of that folder aside."""
+    that sets a file of that folder aside or makes a new store there."""
     fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)

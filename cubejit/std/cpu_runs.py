@@ -22,16 +22,19 @@ import cubejit as cj
 from cubejit.ir.types import Scalar
 from cubejit.lang import Kernel
 from cubejit.runtime.lines import line_size
+from cubejit.std import tuned
 from cubejit.std.bin_rule import numpy_bin
 from cubejit.std.cube import combine
 from cubejit.std.views import Operand, accumulator, new_array, operand
+from cubejit.tune import Tuner, anchor
 
-RUN = 256
-"""Lines each cube of a reduction over all elements reduces."""
-SCAN_BLOCK = 16384
-"""Elements of a row each cube of a running sum walks."""
-HISTOGRAM_RUN = 65536
-"""Elements each cube of a histogram counts."""
+RUNS = (256, 1024, 64)
+"""Lines each cube of a reduction over all elements reduces: a tuner's choices, the first its
+default (:mod:`cubejit.std.tuned`)."""
+SCAN_BLOCKS = (16384, 4096, 65536)
+"""Elements of a row each cube of a running sum walks, a tuner's choices."""
+HISTOGRAM_RUNS = (65536, 16384, 262144)
+"""Elements each cube of a histogram counts, a tuner's choices."""
 UNIT_BINNED = ("i8", "u8", "i16", "u16", "i32", "u32")
 """Integers whose every value is exact in ``f64``: over bins one wide from a whole number, the
 bin of each is its distance from the first edge, with no float arithmetic."""
@@ -82,13 +85,22 @@ def reduce_kernel(T: Scalar, U: Scalar) -> Kernel:
 
 def reduce_all(x: Any, out: Operand, op: int, init: float, scale: float) -> None:
     """Reduces the ``n`` adjacent elements of the rank-1 view ``x`` (of ``out``'s client)
-    into ``out``'s one element."""
-    client = out.client
+    into ``out``'s one element, in the run a tuner picks."""
+    T, U = operand(x, out.client).scalar, out.scalar
+    args = (x, out.view((1,), (1,)), op, init, scale)
+    tuned.launch(RUNS, lambda: reduce_tuner(RUNS, T, U), _reduce_runs, out.client, *args)
+
+
+def _reduce_runs(
+    run: int, client: Any, x: Any, out: Any, op: int, init: float, scale: float
+) -> None:
+    """:func:`reduce_all` into the view ``out``, each cube reducing ``run`` lines."""
     scalar = operand(x, client).scalar
+    out = operand(out, client)
     while True:
         lanes = lanes_of(scalar, x)
         lines = x.shape[0] // lanes
-        cubes = max(1, -(-lines // RUN))
+        cubes = max(1, -(-lines // run))
         if cubes == 1:
             target, last = out.view((1,), (0,)), True
         else:
@@ -103,7 +115,7 @@ def reduce_all(x: Any, out: Operand, op: int, init: float, scale: float) -> None
             scale if last else 1.0,
             OP=op,
             L=lanes,
-            R=RUN,
+            R=run,
         )
         if last:
             return
@@ -172,13 +184,23 @@ def scan_kernel(T: Scalar, U: Scalar) -> Kernel:
     return block_scan_walk
 
 
-def scan(x: Operand, out: Operand, exclusive: bool, flat: bool) -> None:
+def scan(x: Operand, out: Operand, exclusive: bool, flat: bool, tune: bool = True) -> None:
     """:func:`cubejit.std.scan.scan` on the CPU, for operands whose innermost elements are
-    adjacent (:func:`adjacent`)."""
-    client = x.client
+    adjacent (:func:`adjacent`), in the blocks a tuner picks unless not ``tune``."""
+    forms = SCAN_BLOCKS if tune else SCAN_BLOCKS[:1]
+    T, U = x.scalar, out.scalar
+    views = (x.view(x.shape, x.strides), out.view(out.shape, out.strides))
+    tuned.launch(
+        forms, lambda: scan_tuner(forms, T, U), _scan_blocks, x.client, *views, exclusive, flat
+    )
+
+
+def _scan_blocks(block: int, client: Any, x: Any, out: Any, exclusive: bool, flat: bool) -> None:
+    """:func:`scan` of the views ``x`` and ``out``, each cube walking ``block`` elements."""
+    x, out = operand(x, client), operand(out, client)
     a, b, n = x.shape
     rows = a * b
-    blocks = max(1, -(-n // SCAN_BLOCK))
+    blocks = max(1, -(-n // block))
     acc = accumulator(x.scalar)
     xv, ov = x.view(x.shape, x.strides), out.view(out.shape, out.strides)
     propagate = blocks > 1 or (flat and rows > 1)
@@ -187,10 +209,11 @@ def scan(x: Operand, out: Operand, exclusive: bool, flat: bool) -> None:
         totals = new_array(client, (rows * blocks,), acc)
         lanes = lanes_of(x.scalar, xv)
         totals_kernel(x.scalar).launch(
-            client, rows * blocks, 1, cj.lined(xv, lanes), totals, blocks, L=lanes, B=SCAN_BLOCK
+            client, rows * blocks, 1, cj.lined(xv, lanes), totals, blocks, L=lanes, B=block
         )
         layout = (1, 1, rows * blocks) if flat else (a, b, blocks)
-        scan(_packed(totals, client, layout), _packed(offsets, client, layout), True, False)
+        packed = (_packed(totals, client, layout), _packed(offsets, client, layout))
+        scan(*packed, True, False, False)
     scan_kernel(x.scalar, out.scalar).launch(
         client,
         rows * blocks,
@@ -199,7 +222,7 @@ def scan(x: Operand, out: Operand, exclusive: bool, flat: bool) -> None:
         ov,
         offsets,
         blocks,
-        B=SCAN_BLOCK,
+        B=block,
         EXCLUSIVE=exclusive,
         OFFSETS=propagate,
     )
@@ -267,9 +290,38 @@ def count(
     (from ``lo``, ``span`` wide) to ``counts``; as :mod:`cubejit.std.histograms` bins them,
     the first guess of a bin multiplying by bins per unit instead of dividing (the edges
     correct it as they correct the quotient); integers over bins one wide from a whole number
-    (:data:`UNIT_BINNED`) are binned by subtraction alone."""
+    (:data:`UNIT_BINNED`) are binned by subtraction alone. Each cube counts the run a tuner
+    picks."""
+    T = operand(xv, client).scalar
+    tuned.launch(
+        HISTOGRAM_RUNS,
+        lambda: count_tuner(HISTOGRAM_RUNS, T, compute),
+        functools.partial(_count_runs, compute=compute),
+        client,
+        xv,
+        counts,
+        edges,
+        lo,
+        span,
+        bins,
+    )
+
+
+def _count_runs(
+    run: int,
+    client: Any,
+    xv: Any,
+    counts: Any,
+    edges: Any,
+    lo: float,
+    span: float,
+    bins: int,
+    *,
+    compute: Scalar,
+) -> None:
+    """:func:`count`, each cube counting ``run`` elements."""
     a, b, n = xv.shape
-    blocks = max(1, -(-n // HISTOGRAM_RUN))
+    blocks = max(1, -(-n // run))
     scalar = operand(xv, client).scalar
     unit = (
         scalar.name in UNIT_BINNED and float(lo).is_integer() and span == bins and abs(lo) < 2**62
@@ -286,6 +338,55 @@ def count(
         int(lo) if unit else 0,
         blocks,
         BINS=bins,
-        R=HISTOGRAM_RUN,
+        R=run,
         UNIT=unit,
+    )
+
+
+@functools.cache
+def reduce_tuner(runs: tuple[int, ...], T: Scalar, U: Scalar) -> Tuner:
+    """The tuner of :func:`reduce_all` of ``T`` into ``U`` among ``runs``: one decision per
+    size class of the array."""
+    return tuned.tuner(
+        f"cubejit.std.reduce.{T.name}.{U.name}.cpu",
+        runs,
+        _reduce_runs,
+        lambda run: f"{run} lines a cube",
+        key=lambda x, out, op, init, scale: (anchor(x.shape[0]),),
+        kernels=(reduce_kernel(T, U), reduce_kernel(accumulator(T), U)),
+    )
+
+
+@functools.cache
+def scan_tuner(blocks: tuple[int, ...], T: Scalar, U: Scalar) -> Tuner:
+    """The tuner of :func:`scan` of ``T`` into ``U`` among ``blocks``: one decision per size
+    class of the row's length and of the count of rows, and per ``flat``."""
+    return tuned.tuner(
+        f"cubejit.std.cumsum.{T.name}.{U.name}.cpu",
+        blocks,
+        _scan_blocks,
+        lambda block: f"{block} elements a cube",
+        key=lambda x, out, exclusive, flat: (
+            anchor(x.shape[2]),
+            anchor(x.shape[0] * x.shape[1]),
+            flat,
+        ),
+        kernels=(totals_kernel(T), scan_kernel(T, U)),
+    )
+
+
+@functools.cache
+def count_tuner(runs: tuple[int, ...], T: Scalar, compute: Scalar) -> Tuner:
+    """The tuner of :func:`count` of ``T`` (bins computed in ``compute``) among ``runs``: one
+    decision per size class of the input and of the count of bins."""
+    return tuned.tuner(
+        f"cubejit.std.histogram.{T.name}.cpu",
+        runs,
+        functools.partial(_count_runs, compute=compute),
+        lambda run: f"{run} elements a cube",
+        key=lambda xv, counts, edges, lo, span, bins: (
+            anchor(xv.shape[0] * xv.shape[1] * xv.shape[2]),
+            anchor(bins),
+        ),
+        kernels=(histogram_kernel(T, compute),),
     )

@@ -8,10 +8,11 @@ Here a cube's one unit keeps its tile's accumulators in a local array and, stepp
 inner dimension, adds each of its ``RM`` elements of ``a`` times a row segment of ``b`` to one
 row of them: a loop over ``BN`` adjacent elements, which the C compiler vectorises. ``b`` and
 the result are seen as ``(rows, N / BN, BN)``, so a segment's position is its own coordinate
-and the compiler sees its elements as adjacent. ``BN`` is the widest power of two up to
-:data:`BN` that divides ``N``. Rows past ``M`` in the last cubes repeat row ``M - 1`` and are
-not written: testing each row at each step along the inner dimension instead made the
-kernel 1.7 times slower (1024³ f32 on two x86 cores: 52 to 69 ms against 28 to 39).
+and the compiler sees its elements as adjacent. ``BN`` is the widest power of two up to the
+tile's that divides ``N``; a tuner picks the tile among :data:`TILES`. Rows past ``M`` in the
+last cubes repeat row ``M - 1`` and are not written: testing each row at each step along the
+inner dimension instead made the kernel 1.7 times slower (1024³ f32 on two x86 cores: 52 to
+69 ms against 28 to 39).
 """
 
 from __future__ import annotations
@@ -22,12 +23,13 @@ from typing import Any
 import cubejit as cj
 from cubejit.ir.types import Scalar
 from cubejit.lang import Kernel
-from cubejit.std.views import Operand, accumulator
+from cubejit.std import tuned
+from cubejit.std.views import Operand, accumulator, operand
+from cubejit.tune import Tuner, anchor
 
-RM = 8
-"""Rows of the result each cube computes."""
-BN = 64
-"""The most columns of the result each cube computes."""
+TILES = ((8, 64), (4, 64), (8, 32), (16, 32))
+"""Rows of the result each cube computes and the most columns: a tuner's choices, the first its
+default (:mod:`cubejit.std.tuned`)."""
 
 
 @functools.cache
@@ -63,20 +65,44 @@ def matmul_kernel(T: Scalar) -> Kernel:
 
 
 def matmul(client: Any, left: Operand, right: Operand, dst: Operand) -> None:
-    """``dst = left @ right`` (``M x K`` by ``K x N``, any strides) on the CPU."""
+    """``dst = left @ right`` (``M x K`` by ``K x N``, any strides) on the CPU, in the tiles a
+    tuner picks."""
+    views = (o.view(o.shape, o.strides) for o in (left, right, dst))
+    T = left.scalar
+    tuned.launch(TILES, lambda: tuner(TILES, T), _matmul_tiles, client, *views)
+
+
+def _matmul_tiles(tile: tuple[int, int], client: Any, a: Any, b: Any, out: Any) -> None:
+    """:func:`matmul` of the views ``a`` and ``b`` into ``out``, each cube computing ``tile``
+    (rows, the most columns) of it."""
+    left, right, dst = (operand(v, client) for v in (a, b, out))
+    rm, bn = tile
     m, k = left.shape
     n = right.shape[1]
-    bn = BN
     while n % bn:
         bn //= 2
     (rb0, rb1), (ro0, ro1) = right.strides, dst.strides
     matmul_kernel(left.scalar).launch(
         client,
-        (n // bn, -(-m // RM)),
+        (n // bn, -(-m // rm)),
         1,
-        left.view(left.shape, left.strides),
+        a,
         right.view((k, n // bn, bn), (rb0, bn * rb1, rb1)),
         dst.view((m, n // bn, bn), (ro0, bn * ro1, ro1)),
-        RM=RM,
+        RM=rm,
         BN=bn,
+    )
+
+
+@functools.cache
+def tuner(tiles: tuple[tuple[int, int], ...], T: Scalar) -> Tuner:
+    """The tuner of :func:`matmul` of ``T`` among ``tiles``: one decision per size class of
+    ``M``, ``K`` and ``N``."""
+    return tuned.tuner(
+        f"cubejit.std.matmul.{T.name}.cpu",
+        tiles,
+        _matmul_tiles,
+        lambda tile: f"{tile[0]}x{tile[1]} a cube",
+        key=lambda a, b, out: (anchor(a.shape[0]), anchor(a.shape[1]), anchor(b.shape[1])),
+        kernels=(matmul_kernel(T),),
     )

@@ -26,11 +26,11 @@ import cubejit as cj
 from cubejit.errors import LaunchError
 from cubejit.ir.types import Scalar, f32, f64, i64
 from cubejit.lang import Kernel
-from cubejit.std import cpu_runs, integer_bins
+from cubejit.std import cpu_runs, integer_bins, tuned
 from cubejit.std.bin_rule import numpy_bin
 from cubejit.std.integer_bins import IntegerBins
 from cubejit.std.views import operand, output, try_fold
-from cubejit.tune import Tunable, Tuner, anchor
+from cubejit.tune import Tuner, anchor
 
 SHARED_BINS = 4096
 """The most bins counted in shared memory (16 KiB of ``u32``)."""
@@ -159,11 +159,12 @@ def histogram(
         return result
     forms = INTEGER_BINS[client.backend]
     if forms and integer_bins.applies(src, bins, lo, hi, forms[0]):
+        T = src.scalar
         flat = src.view((src.size,), (1,))
-        if len(forms) > 1:
-            integer_bins.tuner(forms, src.scalar).launch(client, flat, result, bins, lo)
-        else:
-            integer_bins.count(client, flat, result, bins, lo, forms[0], src.scalar)
+        run = functools.partial(integer_bins.count, scalar=T)
+        tuned.launch(
+            forms, lambda: integer_bins.tuner(forms, T), run, client, flat, result, bins, lo
+        )
         return result
     edges = np.linspace(first, last, bins + 1, dtype=compute.dtype)
     device_edges = src.client.to_device(edges)
@@ -183,15 +184,14 @@ def histogram(
         cpu_runs.count(src.client, xv, result, device_edges, lo, span, bins, compute)
         return result
     runs = RUN[client.backend]
+    run = functools.partial(_count, scalar=src.scalar)
     args = (xv, result, device_edges, lo, span, bins)
-    if len(runs) > 1:
-        tuner(runs, src.scalar).launch(client, *args)
-    else:
-        _count(client, *args, run=runs[0], scalar=src.scalar)
+    tuned.launch(runs, lambda: tuner(runs, src.scalar), run, client, *args)
     return result
 
 
 def _count(
+    run: tuple[int, int],
     client: Any,
     xv: Any,
     counts: Any,
@@ -199,7 +199,7 @@ def _count(
     lo: float,
     span: float,
     bins: int,
-    run: tuple[int, int],
+    *,
     scalar: Scalar,
 ) -> None:
     """Adds the counts of ``xv`` (a rank-3 view of ``scalar``s) in ``bins`` bins from ``lo``
@@ -227,21 +227,16 @@ def _count(
 def tuner(runs: tuple[tuple[int, int], ...], T: Scalar) -> Tuner:
     """The tuner of counting ``T`` elements in bins among ``runs`` (see :data:`RUN`): one
     decision per size class of the input and of the count of bins."""
-
-    def candidate(run: tuple[int, int]) -> Tunable:
-        return Tunable(
-            f"{run[0]} units, {run[1]} elements each",
-            functools.partial(_count, run=run, scalar=T),
-            kernels=(histogram_kernel(T),),
-        )
-
-    return Tuner(
+    return tuned.tuner(
         f"cubejit.std.histogram.{T.name}.edges",
+        runs,
+        functools.partial(_count, scalar=T),
+        lambda run: f"{run[0]} units, {run[1]} elements each",
         key=lambda xv, counts, edges, lo, span, bins: (
             anchor(math.prod(xv.shape)),
             anchor(bins),
         ),
-        candidates=[candidate(r) for r in runs],
+        kernels=(histogram_kernel(T),),
     )
 
 

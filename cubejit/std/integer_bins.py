@@ -27,8 +27,9 @@ import cubejit as cj
 from cubejit.errors import LaunchError
 from cubejit.ir.types import Scalar
 from cubejit.lang import Kernel
+from cubejit.std import tuned
 from cubejit.std.views import Operand
-from cubejit.tune import Tunable, Tuner, anchor
+from cubejit.tune import Tuner, anchor
 
 SMALL_INTEGERS = ("i8", "i16", "i32", "u8", "u16", "u32")
 """The element types whose values ``i64`` holds with room to subtract any ``lo`` it holds."""
@@ -141,12 +142,13 @@ def integer_bins_kernel(T: Scalar) -> Kernel:
 
 
 def count(
+    form: IntegerBins,
     client: Any,
     flat: Any,
     counts: object,
     bins: int,
     lo: float,
-    form: IntegerBins,
+    *,
     scalar: Scalar,
 ) -> None:
     """Adds the counts of ``flat`` (a one-dimensional view of ``scalar``s of an array
@@ -176,18 +178,13 @@ def count(
 def tuner(forms: tuple[IntegerBins, ...], T: Scalar) -> Tuner:
     """The tuner of :func:`count` for ``T`` among ``forms``: one decision per size class of
     the input and of the count of bins."""
-
-    def candidate(form: IntegerBins) -> Tunable:
-        return Tunable(
-            f"{form.units} units, {form.lines} lines, {form.copies} copies, {form.cubes} cubes",
-            functools.partial(count, form=form, scalar=T),
-            kernels=(integer_bins_kernel(T),),
-        )
-
-    return Tuner(
+    return tuned.tuner(
         f"cubejit.std.histogram.{T.name}",
+        forms,
+        functools.partial(count, scalar=T),
+        lambda f: f"{f.units} units, {f.lines} lines, {f.copies} copies, {f.cubes} cubes",
         key=lambda flat, counts, bins, lo: (anchor(flat.shape[0]), anchor(bins)),
-        candidates=[candidate(f) for f in forms],
+        kernels=(integer_bins_kernel(T),),
     )
 
 

@@ -24,7 +24,7 @@ import cubejit as cj
 from cubejit.errors import LaunchError
 from cubejit.ir.types import MAX_LINE_BYTES, Scalar
 from cubejit.lang import Kernel
-from cubejit.std import cpu_runs
+from cubejit.std import cpu_runs, tuned
 from cubejit.std.cube import MAX, MIN, OPERATIONS, SUM, combine, cube_reduce
 from cubejit.std.replay import launch, replayed
 from cubejit.std.views import (
@@ -38,7 +38,7 @@ from cubejit.std.views import (
     output,
     try_fold,
 )
-from cubejit.tune import Tunable, Tuner, anchor
+from cubejit.tune import Tuner, anchor
 
 RUN = {"cpu": (64, 1024), "cuda": (256, 16)}
 """Units per cube and elements each unit reads for a reduction over all elements (on CUDA in
@@ -212,11 +212,9 @@ def reduce_all(x: Operand, out: Operand, op: int, init: float, scale: float) -> 
         x, b, xb = rows, a, 1
     forms = LINES[client.backend]
     if forms and xb == 1 and b > forms[0][0]:
-        if len(forms) > 1:
-            views = (x.view((b,), (1,)), out.view((1,), (1,)))
-            tuner(forms, x.scalar, out.scalar).launch(client, *views, op, init, scale)
-        else:
-            reduce_lines(x, b, out, op, init, scale, forms[0])
+        T, U = x.scalar, out.scalar
+        args = (x.view((b,), (1,)), out.view((1,), (1,)), op, init, scale)
+        tuned.launch(forms, lambda: tuner(forms, T, U), _run_lines, client, *args)
         return
     if client.backend == "cpu" and (xb == 1 or b == 1):
         cpu_runs.reduce_all(x.view((b,), (1,)), out, op, init, scale)
@@ -294,25 +292,27 @@ def reduce_lines(
     )
 
 
+def _run_lines(
+    form: tuple[int, int, int], client: Any, x: Any, out: Any, op: int, init: float, scale: float
+) -> None:
+    """:func:`reduce_lines` of the view ``x`` into the view ``out``, launched on their client
+    (a candidate's warm-up goes unrecorded; its kernels are declared)."""
+    src = operand(x)
+    reduce_lines(src, src.size, operand(out), op, init, scale, form)
+
+
 @functools.cache
 def tuner(forms: tuple[tuple[int, int, int], ...], T: Scalar, U: Scalar) -> Tuner:
     """The tuner of lined reductions of every element of a ``T`` array into a ``U`` among
     ``forms`` (see :data:`LINES`): one decision per size class of the array, whatever the
-    operation. A candidate launches on its arrays' client; its kernels are declared."""
-
-    def candidate(form: tuple[int, int, int]) -> Tunable:
-        def run(client: Any, x: Any, out: Any, op: int, init: float, scale: float) -> None:
-            src = operand(x)
-            reduce_lines(src, src.size, operand(out), op, init, scale, form)
-
-        dim, cubes, per_round = form
-        kernels = (lines_kernel(T), rows_kernel(accumulator(T), U))
-        return Tunable(f"{dim} units, {cubes} cubes, {per_round} a round", run, kernels)
-
-    return Tuner(
+    operation."""
+    return tuned.tuner(
         f"cubejit.std.reduce.{T.name}.{U.name}",
+        forms,
+        _run_lines,
+        lambda form: f"{form[0]} units, {form[1]} cubes, {form[2]} a round",
         key=lambda x, out, op, init, scale: (anchor(x.shape[0]),),
-        candidates=[candidate(f) for f in forms],
+        kernels=(lines_kernel(T), rows_kernel(accumulator(T), U)),
     )
 
 

@@ -25,7 +25,7 @@ import cubejit as cj
 from cubejit.errors import LaunchError
 from cubejit.ir.types import Scalar
 from cubejit.lang import Kernel
-from cubejit.std import cpu_rows
+from cubejit.std import cpu_rows, tuned
 from cubejit.std.cube import MAX, SUM, cube_reduce
 from cubejit.std.lined_rows import (
     LINED,
@@ -45,7 +45,7 @@ from cubejit.std.views import (
     operand,
     output,
 )
-from cubejit.tune import Tunable, Tuner, anchor
+from cubejit.tune import Tuner, anchor
 
 PER_UNIT = 8
 """The most elements of a row each unit keeps for the one-pass form."""
@@ -214,14 +214,12 @@ def _lines(what: str, scalar: Scalar, lanes: int, client: Any, *args: Any) -> No
     """Runs ``what``'s lined kernel on ``args`` (rank-3 views of rows ``x`` and ``out``, then
     for ``layer_norm`` the weight, the bias and ``eps``), tuned where there is a choice."""
     most = LINES_PER_UNIT[what]
-    if len(most) > 1:
-        lines_tuner(what, scalar, lanes, most).launch(client, *args)
-    else:
-        _launch_lines(what, scalar, lanes, most[0], client, *args)
+    run = functools.partial(_launch_lines, what=what, scalar=scalar, lanes=lanes)
+    tuned.launch(most, lambda: lines_tuner(what, scalar, lanes, most), run, client, *args)
 
 
 def _launch_lines(
-    what: str, scalar: Scalar, lanes: int, most: int, client: Any, x: Any, out: Any, *rest: Any
+    most: int, client: Any, x: Any, out: Any, *rest: Any, what: str, scalar: Scalar, lanes: int
 ) -> None:
     """One launch of ``what``'s lined kernel, each unit keeping at most ``most`` lines."""
     n = x.shape[2]
@@ -250,18 +248,13 @@ def lines_tuner(what: str, scalar: Scalar, lanes: int, most: tuple[int, ...]) ->
     decision per size class of the row's length and of the count of rows, among ``most`` (the
     most lines each unit keeps); a choice a row does not fit fails and is skipped."""
     kernel = softmax_lines_kernel if what == "softmax" else layer_norm_lines_kernel
-
-    def candidate(lines: int) -> Tunable:
-        return Tunable(
-            f"{lines} lines a unit",
-            functools.partial(_launch_lines, what, scalar, lanes, lines),
-            kernels=(kernel(scalar, lanes),),
-        )
-
-    return Tuner(
+    return tuned.tuner(
         f"cubejit.std.{what}.{scalar.name}.lines{lanes}",
+        most,
+        functools.partial(_launch_lines, what=what, scalar=scalar, lanes=lanes),
+        lambda lines: f"{lines} lines a unit",
         key=lambda x, out, *rest: (anchor(x.shape[2]), anchor(x.shape[0] * x.shape[1])),
-        candidates=[candidate(m) for m in most],
+        kernels=(kernel(scalar, lanes),),
     )
 
 

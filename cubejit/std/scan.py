@@ -24,7 +24,7 @@ import cubejit as cj
 from cubejit.errors import LaunchError
 from cubejit.ir.types import Scalar, f32, u64
 from cubejit.lang import Kernel
-from cubejit.std import cpu_runs, lined_scan
+from cubejit.std import cpu_runs, lined_scan, tuned
 from cubejit.std.lined_scan import LinedScan, lined_scan_kernel, lined_totals_kernel
 from cubejit.std.lookback_scan import clear_kernel, lookback_scan_kernel
 from cubejit.std.replay import launch, replayed
@@ -39,7 +39,7 @@ from cubejit.std.views import (
     output,
     try_fold,
 )
-from cubejit.tune import Tunable, Tuner, anchor
+from cubejit.tune import Tuner, anchor
 
 BLOCK = {"cpu": (1, 16384), "cuda": (256, 16)}
 """Units per cube and cube-widths per block."""
@@ -132,23 +132,23 @@ def scan_kernel(T: Scalar, U: Scalar) -> Kernel:
     return scan_blocks
 
 
-def scan(x: Operand, out: Operand, exclusive: bool, flat: bool, tuned: bool = True) -> None:
+def scan(x: Operand, out: Operand, exclusive: bool, flat: bool, tune: bool = True) -> None:
     """Scans ``x`` into ``out``, both rank-3 layouts ``(A, B, N)`` of one shape: along ``N``
     for each row, or, when ``flat``, over all elements in row-major order; a lined scan is
-    tuned unless not ``tuned`` (the scan of a scan's block totals)."""
+    tuned unless not ``tune`` (the scan of a scan's block totals)."""
     client = x.client
     if client.backend == "cpu" and cpu_runs.adjacent(x, out):
-        cpu_runs.scan(x, out, exclusive, flat)
+        cpu_runs.scan(x, out, exclusive, flat, tune)
         return
     forms = tuple(
         f for f in LINED[client.backend] if not f.single_pass or accumulator(x.scalar) == f32
     )
     if forms and x.strides[2] == 1:
-        if tuned and len(forms) > 1:
-            views = (x.view(x.shape, x.strides), out.view(out.shape, out.strides))
-            tuner(forms, x.scalar, out.scalar).launch(client, *views, exclusive, flat)
-        else:
-            _scan_lined(x, out, exclusive, flat, forms[0])
+        if not tune:
+            forms = forms[:1]
+        views = (x.view(x.shape, x.strides), out.view(out.shape, out.strides))
+        T, U = x.scalar, out.scalar
+        tuned.launch(forms, lambda: tuner(forms, T, U), _run_lined, client, *views, exclusive, flat)
         return
     dim, per_block = BLOCK[client.backend]
     a, b, n = x.shape
@@ -241,33 +241,35 @@ def _scan_lined(x: Operand, out: Operand, exclusive: bool, flat: bool, form: Lin
     )
 
 
+def _run_lined(form: LinedScan, client: Any, x: Any, out: Any, exclusive: bool, flat: bool) -> None:
+    """:func:`_scan_lined` of the views ``x`` and ``out``, launched on their client."""
+    _scan_lined(operand(x), operand(out), exclusive, flat, form)
+
+
+def _named(form: LinedScan) -> str:
+    if form.single_pass:
+        return f"single pass {form.units}x{form.lines}"
+    return f"reduce-then-scan {form.units}x{form.lines}x{form.rounds}"
+
+
 @functools.cache
 def tuner(forms: tuple[LinedScan, ...], T: Scalar, U: Scalar) -> Tuner:
     """The tuner of lined scans of ``T`` into ``U`` among ``forms``: one decision per size
     class of the row's length and of the count of rows, and per ``flat`` (rows chained or
     not). A candidate launches on its arrays' client, so its warm-up runs unrecorded; its
     kernels are declared instead."""
-
-    def candidate(form: LinedScan) -> Tunable:
-        def run(client: Any, x: Any, out: Any, exclusive: bool, flat: bool) -> None:
-            _scan_lined(operand(x), operand(out), exclusive, flat, form)
-
-        if form.single_pass:
-            kernels: tuple[Kernel, ...] = (clear_kernel(), lookback_scan_kernel(T, U))
-        else:
-            kernels = (lined_totals_kernel(T), lined_scan_kernel(T, U))
-        shape = f"{form.units}x{form.lines}" + ("" if form.single_pass else f"x{form.rounds}")
-        name = ("single pass " if form.single_pass else "reduce-then-scan ") + shape
-        return Tunable(name, run, kernels=kernels)
-
-    return Tuner(
+    kernels = (clear_kernel(), lookback_scan_kernel(T, U), lined_totals_kernel(T))
+    return tuned.tuner(
         f"cubejit.std.cumsum.{T.name}.{U.name}",
+        forms,
+        _run_lined,
+        _named,
         key=lambda x, out, exclusive, flat: (
             anchor(x.shape[2]),
             anchor(x.shape[0] * x.shape[1]),
             flat,
         ),
-        candidates=[candidate(f) for f in forms],
+        kernels=(*kernels, lined_scan_kernel(T, U)),
     )
 
 

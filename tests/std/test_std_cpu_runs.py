@@ -32,7 +32,7 @@ def test_max_and_min_in_runs_let_nans_lose_to_numbers() -> None:
 
 @pytest.mark.parametrize("exclusive", [False, True])
 def test_running_sums_over_several_blocks_of_several_rows_match_numpy(exclusive: bool) -> None:
-    x = np.random.default_rng(4).random((3, 2 * cpu_runs.SCAN_BLOCK + 5)).astype(np.float32)
+    x = np.random.default_rng(4).random((3, 2 * cpu_runs.SCAN_BLOCKS[0] + 5)).astype(np.float32)
     scan = cs.exclusive_cumsum if exclusive else cs.cumsum
     for axis in (None, 1):
         want = np.cumsum(x.astype(np.float64), axis=axis)

@@ -1,6 +1,7 @@
 """The standard functions' tuners choose among forms that each compute what numpy does: every
 candidate of every tuner of CUDA's forms, run on each backend (their kernels run on every
-backend), against numpy on random data; and a call that tunes runs its winner."""
+backend), and of the CPU's, against numpy on random data; and a call that tunes keeps its
+decision, writes its winner's result and is replayed from the call after the next."""
 
 from __future__ import annotations
 
@@ -8,9 +9,20 @@ import numpy as np
 import pytest
 from std_devices import Device
 
+import cubejit as cj
 import cubejit.std as cs
 from cubejit.ir.types import f32, i32
-from cubejit.std import histograms, integer_bins, lined_rows, lined_scan, reductions, rows, scan
+from cubejit.std import (
+    cpu_runs,
+    cpu_tiles,
+    histograms,
+    integer_bins,
+    lined_rows,
+    lined_scan,
+    reductions,
+    rows,
+    scan,
+)
 from cubejit.std.cube import MAX, SUM
 from cubejit.std.views import operand
 
@@ -96,10 +108,10 @@ def test_a_tuned_call_keeps_a_decision_and_writes_the_winners_result(
 ) -> None:
     monkeypatch.setitem(scan.LINED, device.backend, lined_scan.FORMS[:2])
     x = np.random.default_rng(5).standard_normal(50_000).astype(np.float32)
-    out = device.put(np.zeros(2 * x.size, np.float32)[::2])
-    cs.cumsum(device.put(x), out=out)
+    base = device.put(np.zeros(2 * x.size, np.float32))
+    cs.cumsum(device.put(x), out=operand(base, device.client).view(x.shape, (2,)))
     want = np.cumsum(x.astype(np.float64))
-    np.testing.assert_allclose(device.get(out), want, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(device.get(base)[::2], want, rtol=1e-4, atol=1e-3)
     tuner = scan.tuner(lined_scan.FORMS[:2], f32, f32)
     view = operand(device.put(x.reshape(1, 1, -1)), device.client)
     xv = view.view(view.shape, view.strides)
@@ -137,3 +149,31 @@ def test_a_call_that_tuned_is_replayed_from_the_next_but_one(
     assert not seen, "and the next is replayed"
     for value in got:
         np.testing.assert_allclose(value, host.astype(np.float64).sum(), rtol=1e-5)
+
+
+def test_every_cpu_form_matches_numpy() -> None:
+    client = cj.client("cpu")
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(100_003).astype(np.float32)
+    for candidate in cpu_runs.reduce_tuner(cpu_runs.RUNS, f32, f32).candidates:
+        out = np.zeros(1, np.float32)
+        candidate.fn(client, x, out, SUM, 0.0, 1.0)
+        np.testing.assert_allclose(out[0], x.astype(np.float64).sum(), rtol=1e-5)
+    rows = rng.standard_normal((1, 2, 20_001)).astype(np.float32)
+    for candidate in cpu_runs.scan_tuner(cpu_runs.SCAN_BLOCKS, f32, f32).candidates:
+        out = np.zeros_like(rows)
+        candidate.fn(client, rows, out, False, True)
+        want = np.cumsum(rows.astype(np.float64)).reshape(rows.shape)
+        np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-2, err_msg=candidate.name)
+    values = rng.random((1, 1, 300_001)).astype(np.float32)
+    edges = np.linspace(0.0, 1.0, 101, dtype=np.float32)
+    for candidate in cpu_runs.count_tuner(cpu_runs.HISTOGRAM_RUNS, f32, f32).candidates:
+        counts = np.zeros(100, np.int64)
+        candidate.fn(client, values, counts, edges, 0.0, 1.0, 100)
+        np.testing.assert_array_equal(counts, np.histogram(values, 100, (0.0, 1.0))[0])
+    a = rng.standard_normal((33, 70)).astype(np.float32)
+    b = rng.standard_normal((70, 96)).astype(np.float32)
+    for candidate in cpu_tiles.tuner(cpu_tiles.TILES, f32).candidates:
+        out = np.zeros((33, 96), np.float32)
+        candidate.fn(client, a, b, out)
+        np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-4, err_msg=candidate.name)

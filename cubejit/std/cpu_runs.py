@@ -277,37 +277,6 @@ def histogram_kernel(T: Scalar, C: Scalar) -> Kernel:
 
 
 def count(
-    client: Any,
-    xv: Any,
-    counts: Any,
-    edges: Any,
-    lo: float,
-    span: float,
-    bins: int,
-    compute: Scalar,
-) -> None:
-    """Adds the counts of the elements of the rank-3 view ``xv`` in ``bins`` bins of ``edges``
-    (from ``lo``, ``span`` wide) to ``counts``; as :mod:`cubejit.std.histograms` bins them,
-    the first guess of a bin multiplying by bins per unit instead of dividing (the edges
-    correct it as they correct the quotient); integers over bins one wide from a whole number
-    (:data:`UNIT_BINNED`) are binned by subtraction alone. Each cube counts the run a tuner
-    picks."""
-    T = operand(xv, client).scalar
-    tuned.launch(
-        HISTOGRAM_RUNS,
-        lambda: count_tuner(HISTOGRAM_RUNS, T, compute),
-        functools.partial(_count_runs, compute=compute),
-        client,
-        xv,
-        counts,
-        edges,
-        lo,
-        span,
-        bins,
-    )
-
-
-def _count_runs(
     run: int,
     client: Any,
     xv: Any,
@@ -319,7 +288,12 @@ def _count_runs(
     *,
     compute: Scalar,
 ) -> None:
-    """:func:`count`, each cube counting ``run`` elements."""
+    """Adds the counts of the elements of the rank-3 view ``xv`` in ``bins`` bins of ``edges``
+    (from ``lo``, ``span`` wide) to ``counts``, each cube counting ``run`` elements (a tuner
+    picks among :data:`HISTOGRAM_RUNS`); as :mod:`cubejit.std.histograms` bins them, the
+    first guess of a bin multiplying by bins per unit instead of dividing (the edges correct
+    it as they correct the quotient); integers over bins one wide from a whole number
+    (:data:`UNIT_BINNED`) are binned by subtraction alone."""
     a, b, n = xv.shape
     blocks = max(1, -(-n // run))
     scalar = operand(xv, client).scalar
@@ -382,7 +356,7 @@ def count_tuner(runs: tuple[int, ...], T: Scalar, compute: Scalar) -> Tuner:
     return tuned.tuner(
         f"cubejit.std.histogram.{T.name}.cpu",
         runs,
-        functools.partial(_count_runs, compute=compute),
+        functools.partial(count, compute=compute),
         lambda run: f"{run} elements a cube",
         key=lambda xv, counts, edges, lo, span, bins: (
             anchor(xv.shape[0] * xv.shape[1] * xv.shape[2]),

@@ -179,14 +179,16 @@ def histogram(
     else:
         (a, b), ((sa, sb),) = folded
         xv = src.view((1, a, b), (0, sa, sb))
-    private = bins <= SHARED_BINS
-    if src.client.backend == "cpu" and private:
-        cpu_runs.count(src.client, xv, result, device_edges, lo, span, bins, compute)
+    T = src.scalar
+    args = (xv, result, device_edges, lo, span, bins)
+    if client.backend == "cpu" and bins <= SHARED_BINS:
+        walks = cpu_runs.HISTOGRAM_RUNS
+        walk = functools.partial(cpu_runs.count, compute=compute)
+        tuned.launch(walks, lambda: cpu_runs.count_tuner(walks, T, compute), walk, client, *args)
         return result
     runs = RUN[client.backend]
-    run = functools.partial(_count, scalar=src.scalar)
-    args = (xv, result, device_edges, lo, span, bins)
-    tuned.launch(runs, lambda: tuner(runs, src.scalar), run, client, *args)
+    run = functools.partial(_count, scalar=T)
+    tuned.launch(runs, lambda: tuner(runs, T), run, client, *args)
     return result
 
 

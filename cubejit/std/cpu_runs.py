@@ -28,7 +28,7 @@ from cubejit.std.cube import combine
 from cubejit.std.views import Operand, accumulator, new_array, operand
 from cubejit.tune import Tuner, anchor
 
-RUNS = (256, 1024, 64)
+RUNS = (256, 512, 128)
 """Lines each cube of a reduction over all elements reduces: a tuner's choices, the first its
 default (:mod:`cubejit.std.tuned`)."""
 SCAN_BLOCKS = (16384, 4096, 65536)

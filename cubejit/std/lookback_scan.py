@@ -3,18 +3,18 @@
 """The single-pass scan with decoupled look-back, for ``f32`` accumulation on CUDA.
 
 Each cube takes the next tile number from a ticket (so every tile before it belongs to a cube
-already running), reads its tile into shared memory in coalesced rounds of lines, sums each
-unit's run of adjacent elements there (padded one word in 33 against bank conflicts), publishes
-the tile's total, then walks back over the tiles
-before it, adding their totals until one has published its inclusive prefix, and publishes its
-own. The walk is the first plane's: each step reads the states of ``PLANE_DIM`` tiles at once,
-and takes them when every tile up to the nearest inclusive one has published (else it reads them
-again). Each tile's state is one ``u64`` atomic: a flag in the high half (0: nothing yet, 1: the
-tile's total, 2: the inclusive prefix up to the tile) and the ``f32`` value's bits in the low
-half. The value and its flag travel in one relaxed atomic word, so a reader that sees the flag
-sees its value: the scan needs no ordering between two locations, which the language's relaxed
-atomics and missing fence could not give. ``f64`` would need a 128-bit word, so ``f64`` keeps
-the reduce-then-scan form. Rows are chained tile after tile (over all rows when ``FLAT``).
+already running), reads its tile into shared memory in coalesced rounds of lines, sums each unit's
+run of adjacent elements there (padded one word in 33 against bank conflicts), publishes the tile's
+total, then walks back over the tiles before it, adding their totals until one has published its
+inclusive prefix, and publishes its own. The walk is the first plane's: each step reads the states
+of ``PLANE_DIM`` tiles at once, and takes them when every tile up to the nearest inclusive one has
+published (else it reads them again). Each tile's state is one ``u64`` atomic: a flag in the high
+half (0: nothing yet, 1: the tile's total, 2: the inclusive prefix up to the tile) and the ``f32``
+value's bits in the low half. The value and its flag travel in one relaxed atomic word, so a reader
+that sees the flag sees its value: the scan needs no ordering between two locations, which the
+language's relaxed atomics and missing fence could not give. ``f64`` would need a 128-bit word, so
+``f64`` keeps the reduce-then-scan form. Rows are chained tile after tile (over all rows when
+``FLAT``).
 
 Each unit then rewrites its run as running sums in place, and the tile is stored in coalesced
 rounds of elements, so ``out`` may have any strides. No run is held in registers across the

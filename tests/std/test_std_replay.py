@@ -129,6 +129,27 @@ def test_a_call_that_fills_a_buffer_of_its_own_is_never_replayed(
     operands = _calls_of(rows, "operand", monkeypatch)
     cs.layer_norm(x, None, None, 1e-5, out=out, client=client)
     assert operands, "layer_norm's ones and zeros are filled on the host: it runs as written"
+    operands.clear()
+    cs.layer_norm(x, None, None, 1e-5, out=out, client=client)
+    assert operands, "recorded once more after its first call, then never replayed"
+
+
+def test_a_signature_whose_first_record_cannot_be_said_is_replayed_from_its_third_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    client = KeepingClient()
+    x = Foreign((1 << 20,), 1 << 30)
+    made = reductions.new_array
+    monkeypatch.setattr(reductions, "new_array", lambda c, shape, scalar: c.empty(shape, scalar))
+    cs.sum(x, client=client)
+    monkeypatch.setattr(reductions, "new_array", made)
+    operands = _calls_of(reductions, "operand", monkeypatch)
+    cs.sum(x, client=client)
+    assert operands, "a first call whose scratch the record could not say (as a tuning call's "
+    "copies) leaves its signature to be recorded by the next"
+    operands.clear()
+    cs.sum(x, client=client)
+    assert operands == [], "which the third replays"
 
 
 def test_another_layout_or_value_is_another_signature(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,7 +6,9 @@ calling the winner. The first launch of a key on a device looks for a decision i
 environment (and the fleet's store); only when there is none does it tune: every candidate runs
 on copies of the array arguments (:mod:`cubejit.tune.timing`), the fastest median wins, the
 decision is stored (:mod:`cubejit.tune.store`), and the winner runs once on the real arguments.
-A candidate that fails to compile or raises is skipped, its error kept in the decision.
+A candidate that fails to compile or raises is skipped, its error kept in the decision. A key
+whose arguments find no room for their copies runs its first candidate, untuned, for the rest
+of the process (one WARNING): a call that fits memory never fails for want of room to tune.
 
 On a fleet, a key another host is tuning runs the first candidate (the first one that does not
 fail) on the real arguments; every :data:`POLL_S` seconds a launch of that key asks again, and
@@ -65,6 +67,10 @@ class Tunable:
         return f"Tunable({self.name!r})"
 
 
+class _NoRoom(Exception):
+    """The arguments could not be copied to time candidates on (memory ran out)."""
+
+
 @dataclass(slots=True)
 class _Waiting:
     """A key another host is tuning: when to look again."""
@@ -105,6 +111,7 @@ class Tuner:
         self._winners: dict[tuple[Any, Any], Callable[..., object]] = {}
         self._decisions: dict[tuple[Any, Any], Decision] = {}
         self._waiting: dict[tuple[Any, Any], _Waiting] = {}
+        self._no_room: set[tuple[Any, Any]] = set()
         self._stores: dict[Any, Decisions] = {}
         self._identities: tuple[CandidateIdentity, ...] | None = None
         self._checksum: str | None = None
@@ -169,7 +176,7 @@ class Tuner:
             self._last_client = client
             key = self._hashable(key)
             winner = self._winners.get((client, key))
-            if winner is None:
+            if winner is None and (client, key) not in self._no_room:
                 winner = self._resolve(client, key, args)
         if winner is None:
             return self._default(client, args)
@@ -203,6 +210,17 @@ class Tuner:
             try:
                 tuned = self._tune(client, key, args, store)
                 found = store.put(store_key, tuned)
+            except _NoRoom as e:
+                store.abandon(store_key)
+                self._no_room.add((client, key))
+                _log().warning(
+                    "tuner %s: no room to copy the arguments of key %r for timing (%s); this "
+                    "process runs its first candidate for that key, untuned",
+                    self.name,
+                    key,
+                    e,
+                )
+                return None
             except BaseException:
                 store.abandon(store_key)
                 raise
@@ -252,7 +270,10 @@ class Tuner:
         identities = {i.name: i for i in self.identities()}
         runs_before = self.timed_runs
         for index, candidate in enumerate(self.candidates):
-            copies = copy_arguments(client, args)
+            try:
+                copies = copy_arguments(client, args)
+            except (MemoryError, CubejitError) as e:
+                raise _NoRoom(f"{type(e).__name__}: {e}") from None
             identity = identities[candidate.name]
             recorder = LaunchRecorder(client)
 
@@ -378,3 +399,4 @@ class Tuner:
         self._winners = {}
         self._decisions = {}
         self._waiting = {}
+        self._no_room = set()

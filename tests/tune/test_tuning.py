@@ -234,3 +234,27 @@ def test_a_kernel_launched_but_not_counted_is_recorded_and_named_in_a_warning(cl
     )
     declared.launch(client, random(100))
     assert not [r for r in caplog.records if "declare it" in r.getMessage()]
+
+
+def test_arguments_with_no_room_for_copies_run_the_first_candidate_untuned(
+    client, monkeypatch, caplog
+):
+    from cubejit.tune import tuner as tuner_module
+
+    attempts = []
+
+    def no_room(client, args):
+        attempts.append(1)
+        raise MemoryError("out of memory for a copy")
+
+    monkeypatch.setattr(tuner_module, "copy_arguments", no_room)
+    tuner = plus_one_tuner("no room")
+    x = random(5000, seed=3)
+    expected = x + np.float32(2)
+    with caplog.at_level("WARNING", logger="cubejit.tune"):
+        tuner.launch(client, x)
+        tuner.launch(client, x)
+    np.testing.assert_array_equal(x, expected)
+    assert tuner.tunings == 0 and tuner.decision(x) is None
+    assert attempts == [1], "a key found without room is not copied again in this process"
+    assert sum("no room to copy" in r.getMessage() for r in caplog.records) == 1

@@ -17,6 +17,7 @@ takes the decision once it landed, or the lease once its holder is gone.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -65,6 +66,10 @@ class Tunable:
 
     def __repr__(self) -> str:
         return f"Tunable({self.name!r})"
+
+
+def _nothing() -> object:
+    return None
 
 
 class _NoRoom(Exception):
@@ -269,19 +274,18 @@ class Tuner:
         results: list[CandidateTimes] = []
         identities = {i.name: i for i in self.identities()}
         runs_before = self.timed_runs
+        run: Callable[[], object]
         for index, candidate in enumerate(self.candidates):
+            # The last candidate's copies go before this one's are made: one set at a time.
+            copies: tuple[Any, ...] = ()
+            run = _nothing
             try:
                 copies = copy_arguments(client, args)
             except (MemoryError, CubejitError) as e:
                 raise _NoRoom(f"{type(e).__name__}: {e}") from None
             identity = identities[candidate.name]
             recorder = LaunchRecorder(client)
-
-            def run(
-                fn: Callable[..., object] = candidate.fn, copies: tuple[Any, ...] = copies
-            ) -> object:
-                return fn(client, *copies)
-
+            run = functools.partial(candidate.fn, client, *copies)
             try:
                 candidate.fn(recorder, *copies)
                 client.sync()

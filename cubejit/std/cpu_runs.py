@@ -25,7 +25,7 @@ from cubejit.runtime.lines import line_size
 from cubejit.std import tuned
 from cubejit.std.bin_rule import numpy_bin
 from cubejit.std.cube import combine
-from cubejit.std.views import Operand, accumulator, new_array, operand
+from cubejit.std.views import Operand, accumulator, new_array, operand, packed
 from cubejit.tune import Tuner, anchor
 
 RUNS = (256, 512, 128)
@@ -212,8 +212,8 @@ def _scan_blocks(block: int, client: Any, x: Any, out: Any, exclusive: bool, fla
             client, rows * blocks, 1, cj.lined(xv, lanes), totals, blocks, L=lanes, B=block
         )
         layout = (1, 1, rows * blocks) if flat else (a, b, blocks)
-        packed = (_packed(totals, client, layout), _packed(offsets, client, layout))
-        scan(*packed, True, False, False)
+        pair = (packed(totals, client, layout), packed(offsets, client, layout))
+        scan(*pair, True, False, tune=False)
     scan_kernel(x.scalar, out.scalar).launch(
         client,
         rows * blocks,
@@ -226,13 +226,6 @@ def _scan_blocks(block: int, client: Any, x: Any, out: Any, exclusive: bool, fla
         EXCLUSIVE=exclusive,
         OFFSETS=propagate,
     )
-
-
-def _packed(array: Any, client: Any, shape: tuple[int, int, int]) -> Operand:
-    """A contiguous array of the client's as a rank-3 layout of ``shape``."""
-    o = operand(array, client)
-    _, b, n = shape
-    return Operand(o.client, o.scalar, shape, (b * n, n, 1), o.base, o.owner)
 
 
 @functools.cache

@@ -77,8 +77,13 @@ def applies(x: Operand, bins: int, lo: float, hi: float, form: IntegerBins) -> b
         and lo.is_integer()
         and abs(lo) < 2**40
         and hi - lo == bins
-        and bins * form.copies <= SHARED_COUNTERS
+        and _fits(bins, form)
     )
+
+
+def _fits(bins: int, form: IntegerBins) -> bool:
+    """Whether ``form``'s copies of ``bins`` counters fit shared memory."""
+    return bins * form.copies <= SHARED_COUNTERS
 
 
 @cj.function
@@ -154,7 +159,7 @@ def count(
     """Adds the counts of ``flat`` (a one-dimensional view of ``scalar``s of an array
     :func:`applies` to) to ``counts``, ``bins`` ``i64``; a form whose copies do not fit shared
     memory raises."""
-    if bins * form.copies > SHARED_COUNTERS:
+    if not _fits(bins, form):
         raise LaunchError(
             f"cubejit.std.histogram: {form.copies} copies of {bins} bins exceed the "
             f"{SHARED_COUNTERS} counters shared memory holds"

@@ -37,6 +37,7 @@ from cubejit.std.views import (
     normalize_axis,
     operand,
     output,
+    packed,
     try_fold,
 )
 from cubejit.tune import Tuner, anchor
@@ -161,7 +162,7 @@ def scan(x: Operand, out: Operand, exclusive: bool, flat: bool, tune: bool = Tru
         totals = new_array(client, (rows * blocks,), acc)
         launch(totals_kernel(x.scalar), client, rows * blocks, dim, xv, totals, blocks, K=per_block)
         layout = (1, 1, rows * blocks) if flat else (a, b, blocks)
-        scan(_packed(totals, client, layout), _packed(offsets, client, layout), True, False, False)
+        _scan_totals(totals, offsets, client, layout)
     launch(
         scan_kernel(x.scalar, out.scalar),
         client,
@@ -224,7 +225,7 @@ def _scan_lined(x: Operand, out: Operand, exclusive: bool, flat: bool, form: Lin
             K=form.lines * form.rounds,
         )
         layout = (1, 1, rows * blocks) if flat else (a, b, blocks)
-        scan(_packed(totals, client, layout), _packed(offsets, client, layout), True, False, False)
+        _scan_totals(totals, offsets, client, layout)
     launch(
         lined_scan_kernel(x.scalar, out.scalar),
         client,
@@ -239,6 +240,12 @@ def _scan_lined(x: Operand, out: Operand, exclusive: bool, flat: bool, form: Lin
         EXCLUSIVE=exclusive,
         OFFSETS=chained,
     )
+
+
+def _scan_totals(totals: Any, offsets: Any, client: Any, layout: tuple[int, int, int]) -> None:
+    """Scans a scan's block ``totals`` into their exclusive ``offsets`` (contiguous arrays of
+    ``client``'s, laid out as ``layout``), untuned: a tuner may be timing the scan they serve."""
+    scan(packed(totals, client, layout), packed(offsets, client, layout), True, False, tune=False)
 
 
 def _run_lined(form: LinedScan, client: Any, x: Any, out: Any, exclusive: bool, flat: bool) -> None:
@@ -258,7 +265,6 @@ def tuner(forms: tuple[LinedScan, ...], T: Scalar, U: Scalar) -> Tuner:
     class of the row's length and of the count of rows, and per ``flat`` (rows chained or
     not). A candidate launches on its arrays' client, so its warm-up runs unrecorded; its
     kernels are declared instead."""
-    kernels = (clear_kernel(), lookback_scan_kernel(T, U), lined_totals_kernel(T))
     return tuned.tuner(
         f"cubejit.std.cumsum.{T.name}.{U.name}",
         forms,
@@ -269,15 +275,13 @@ def tuner(forms: tuple[LinedScan, ...], T: Scalar, U: Scalar) -> Tuner:
             anchor(x.shape[0] * x.shape[1]),
             flat,
         ),
-        kernels=(*kernels, lined_scan_kernel(T, U)),
+        kernels=(
+            clear_kernel(),
+            lookback_scan_kernel(T, U),
+            lined_totals_kernel(T),
+            lined_scan_kernel(T, U),
+        ),
     )
-
-
-def _packed(array: Any, client: Any, shape: tuple[int, int, int]) -> Operand:
-    """A contiguous array of the client's as a rank-3 layout of ``shape``."""
-    o = operand(array, client)
-    _, b, n = shape
-    return Operand(o.client, o.scalar, shape, (b * n, n, 1), o.base, o.owner)
 
 
 def _cumsum(what: str, x: Any, axis: int | None, out: Any, client: Any, exclusive: bool) -> Any:

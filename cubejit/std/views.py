@@ -226,6 +226,13 @@ def _fold(
     return (a, b), tuple((sa, sb) for sa, sb in zip(a_steps, b_steps, strict=True))
 
 
+def packed(array: Any, client: Client, shape: tuple[int, int, int]) -> Operand:
+    """A contiguous array of ``client``'s as a rank-3 layout of ``shape``."""
+    o = operand(array, client)
+    _, b, n = shape
+    return Operand(o.client, o.scalar, shape, (b * n, n, 1), o.base, o.owner)
+
+
 def new_array(client: Client, shape: tuple[int, ...], scalar: Scalar) -> Any:
     """A new client array of ``shape`` (a numpy array on the CPU, a buffer on CUDA)."""
     buffer = client.empty(shape if shape else (1,), scalar)

@@ -293,11 +293,7 @@ def _run_again(again: _Again, values: tuple[Any, ...]) -> tuple[bool, Any]:
     or its kernels were loaded again)."""
     plan = again.plan
     with plan.lock:
-        graph = plan.graph
-        if not graph or plan.bound_at != again.addresses:
-            return False, None
-        if not graph.launch():
-            plan.graph = None
+        if plan.bound_at != again.addresses or not _kept_graph_launched(plan):
             return False, None
     returned = again.returned
     if returned >= 0:
@@ -382,14 +378,19 @@ def _replay(
 def _graph_launched(plan: Plan, client: Any) -> bool:
     """Whether :attr:`Plan.bound` ran as one graph (made at its first replay on the same
     addresses); ``False`` where the client makes none, with nothing launched."""
-    graph = plan.graph
-    if graph is None:
+    if plan.graph is None:
         try:
-            graph = client.graph(plan.bound) or False
+            plan.graph = client.graph(plan.bound) or False
         except LaunchError:
-            graph = False
-        plan.graph = graph
-    if graph is False:
+            plan.graph = False
+    return _kept_graph_launched(plan)
+
+
+def _kept_graph_launched(plan: Plan) -> bool:
+    """Whether the plan's graph, where it has one, ran; a graph whose kernels are no longer the
+    client's is dropped (the next replay on these addresses makes another)."""
+    graph = plan.graph
+    if not graph:
         return False
     if graph.launch():
         return True

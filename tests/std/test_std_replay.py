@@ -312,6 +312,25 @@ def test_the_very_same_call_again_runs_its_graph_without_reading_a_signature(
     assert len(client.launches) == 2, "nothing launched one by one"
 
 
+def test_the_very_same_call_with_a_stale_graph_reads_its_signature_and_launches_one_by_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    client = GraphingClient()
+    x, out = TorchLike((8, 1024), (1024, 1), 1 << 30), TorchLike((8, 1024), (1024, 1), 1 << 29)
+    for _ in range(4):
+        cs.softmax(x, out=out, client=client)
+    launched = len(client.launches)
+    client.stale = True
+    signatures = _calls_of(replay, "_signature", monkeypatch)
+    cs.softmax(x, out=out, client=client)
+    assert signatures, "a remembered call whose graph is stale falls back to its signature"
+    assert len(client.launches) == launched + 1, "and its launches run one by one"
+    client.stale = False
+    cs.softmax(x, out=out, client=client)
+    assert client.graphs[-1].runs == 1, "the next call on those addresses runs a new graph"
+    assert len(client.launches) == launched + 1, "launching nothing one by one"
+
+
 def test_new_arrays_at_the_same_addresses_each_call_are_not_remembered(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -3,8 +3,9 @@
 The phases of a :class:`Batch`, on the thread calling the loader (which alone touches the
 target): one look-up of every kernel in the store; a claim on each missing one, which never
 waits; worker threads lowering and finalizing this host's kernels while the found ones load;
-each finished job handled as it arrives (sources shared within the batch finalized once); last,
-the kernels another host was compiling, waited for. See :mod:`cubejit.compile.loader`.
+each finished job handled as it arrives (sources shared within the batch finalized once); the
+parts of a linking compiler joined once the jobs are done; last, the kernels another host was
+compiling, waited for. See :mod:`cubejit.compile.loader`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any, Generic, TypeVar
 
 from cubejit import config
 from cubejit.compile.id import ArtifactId
-from cubejit.compile.protocols import CompilationTarget, Flight, Kernel
+from cubejit.compile.protocols import CompilationTarget, Flight, Kernel, LinkingCompiler
 from cubejit.compile.recording import (
     BatchRecord,
     CompilationRecording,
@@ -71,8 +72,11 @@ class Batch(Generic[V, A, L]):
     Its phases: one look-up of every kernel in the store; a claim on each missing one, which
     never waits (a store shared by hosts says whether this host or another compiles it); the
     workers set on this host's kernels while the found ones load here, and each finished job
-    handled as it comes; last, once this host's own kernels are done (and its claims given
-    back), a wait for each kernel another host is compiling, compiled here if that fails.
+    handled as it comes; when more than one kernel compiles here and the compiler links
+    (:class:`~cubejit.compile.protocols.LinkingCompiler`), each is finalized into a part and
+    the parts are linked together once the jobs are done, then loaded and stored; last, once
+    this host's own kernels are done (and its claims given back), a wait for each kernel
+    another host is compiling, compiled here if that fails.
     """
 
     def __init__(self, target: CompilationTarget[V, A, L], parallelism: int, logger: ServerLogger):
@@ -90,6 +94,9 @@ class Batch(Generic[V, A, L]):
         self.by_source: dict[str, _SourceGroup[V] | tuple[A] | BaseException] = {}
         self.workers: Workers[tuple[_Done, Trip[V], Any]] | None = None
         self.pending = 0
+        self.linker = self.compiler if isinstance(self.compiler, LinkingCompiler) else None
+        self.linking = False
+        self.parts: list[tuple[Trip[V], A]] = []
 
     def run(self, jobs: dict[ArtifactId[V], Kernel]) -> dict[ArtifactId[V], L | BaseException]:
         """Looks every kernel up in the store at once, claims the missing ones, sets the
@@ -112,6 +119,7 @@ class Batch(Generic[V, A, L]):
                 elsewhere.append(trip)
             else:
                 found[trip.id] = claimed
+        self.linking = self.linker is not None and len(here) > 1
         finished = False
         try:
             self._lower_all(here)
@@ -194,6 +202,27 @@ class Batch(Generic[V, A, L]):
             done, trip, value = self.workers.done.get()
             self.pending -= 1
             self._handle(done, trip, value)
+        if self.parts:
+            self._link()
+
+    def _link(self) -> None:
+        """Joins the parts finalized so far, then loads and stores each as if it had just been
+        finalized (the kernels waiting on its source with it)."""
+        assert self.linker is not None
+        parts, self.parts = self.parts, []
+        began = time.perf_counter()
+        try:
+            linked = self.linker.link([(trip.id, part) for trip, part in parts])
+        except Exception as e:
+            linked = [e] * len(parts)
+        self.logger.logger.debug(
+            "linked %d kernels in %.1f ms", len(parts), 1e3 * (time.perf_counter() - began)
+        )
+        for (trip, _), artifact in zip(parts, linked, strict=True):
+            if isinstance(artifact, BaseException):
+                self._handle(_Done.FINALIZE_FAILED, trip, artifact)
+            else:
+                self._finalized(trip, artifact)
 
     def _submit(
         self, priority: int, job: Callable[[Trip[V]], tuple[_Done, Trip[V], Any]], trip: Trip[V]
@@ -217,9 +246,13 @@ class Batch(Generic[V, A, L]):
         return self._finalize(trip)
 
     def _finalize(self, trip: Trip[V]) -> tuple[_Done, Trip[V], Any]:
+        finalize = self.compiler.finalize
+        if self.linking:
+            assert self.linker is not None
+            finalize = self.linker.finalize_part
         try:
             artifact, trip.recording.finalize = timed(
-                lambda: self.compiler.finalize(trip.id, trip.lowered), self.origin
+                lambda: finalize(trip.id, trip.lowered), self.origin
             )
         except BaseException as e:
             return _Done.FINALIZE_FAILED, trip, e
@@ -231,16 +264,21 @@ class Batch(Generic[V, A, L]):
         """On the calling thread: what a worker's finished job leads to."""
         if done is _Done.LOWERED:
             self._lowered(trip)
+        elif done is _Done.FINALIZED and self.linking:
+            self.parts.append((trip, value))
         elif done is _Done.FINALIZED:
-            outcome = self._finish_or_fail(trip, value, Outcome.COMPILED)
-            if trip.source is not None and trip.recording.outcome is Outcome.COMPILED:
-                self.logger.dump_source(trip.id, trip.source)
-            self._settle(trip.source, outcome)
+            self._finalized(trip, value)
         elif done is _Done.FINALIZE_FAILED:
             self.results[trip.id] = value
             self._settle(trip.source, value)
         else:
             self.results[trip.id] = value
+
+    def _finalized(self, trip: Trip[V], artifact: A) -> None:
+        outcome = self._finish_or_fail(trip, artifact, Outcome.COMPILED)
+        if trip.source is not None and trip.recording.outcome is Outcome.COMPILED:
+            self.logger.dump_source(trip.id, trip.source)
+        self._settle(trip.source, outcome)
 
     def _lowered(self, trip: Trip[V]) -> None:
         """A kernel whose source may be reused: from this batch, from the store, or finalized

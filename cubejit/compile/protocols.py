@@ -9,7 +9,9 @@ what loading it makes. The :class:`~cubejit.compile.loader.KernelLoader` drives 
 
 A backend's target subclasses :class:`CompilationTarget` to inherit the defaults of its
 optional methods (``stored_many``, ``claim``, ``abandon``, ``discard``, ``generation``); a
-compiler need not subclass :class:`ArtifactCompiler`.
+compiler need not subclass :class:`ArtifactCompiler`. A compiler that is also a
+:class:`LinkingCompiler` has the kernels a batch compiles finalized into parts and joined into
+one artifact, which a warm process loads once for all of them.
 """
 
 from __future__ import annotations
@@ -77,6 +79,28 @@ class ArtifactCompiler(Protocol[Variant, Lowered, ArtifactOut]):
     def finalize(self, id: ArtifactId[Variant], lowered: Lowered) -> ArtifactOut:
         """Turns ``lowered`` into what the device loads (runs the platform compiler).
         Raises :class:`~cubejit.errors.CompilationError` with the compiler's log."""
+        ...
+
+
+@runtime_checkable
+class LinkingCompiler(Protocol[Variant, Lowered, Artifact]):
+    """A compiler whose artifacts can be joined: a batch that compiles several kernels
+    finalizes each into a part (:meth:`finalize_part`, on the workers) and, once its own
+    kernels are done, joins the parts in one :meth:`link` (on the calling thread). Loading one
+    joined artifact for a batch's kernels, instead of one artifact a kernel, is what makes a
+    warm process's batch cheap (one library opened, one value decompressed)."""
+
+    def finalize_part(self, id: ArtifactId[Variant], lowered: Lowered) -> Artifact:
+        """Turns ``lowered`` into a part that only :meth:`link` makes loadable. Raises as
+        ``finalize`` does."""
+        ...
+
+    def link(
+        self, parts: Sequence[tuple[ArtifactId[Variant], Artifact]]
+    ) -> list[Artifact | BaseException]:
+        """The loadable artifacts of ``parts``, in their order, several sharing one library
+        where they can. A part that cannot be linked has its error in its place, the others
+        are linked without it."""
         ...
 
 

@@ -10,16 +10,22 @@ one machine is never served to another. It holds two maps in that namespace:
   the build id (:func:`~cubejit.environment.build.build_id`), holding a small *record*: the
   source key it is served by and the key's ingredients. After an upgrade (a new build id) a
   kernel whose text did not change is re-keyed through the source map, not compiled again.
-  A kernel with no source keeps its bytes under its id.
+  A kernel with no source keeps its bytes under its id;
+- by pack: key ``b"packed:"`` + the hex SHA-256 of the bytes, holding the one library that the
+  kernels a batch compiled share (each with an entry of its own). Their records, and their
+  source entries, name the pack and hold each kernel's own metadata, so that a warm batch
+  reads its records and the one pack in one query and decodes the pack once.
 
 Values are :mod:`~cubejit.environment.value` encodings (payloads compressed when that shrinks
 them) whose JSON header holds ``{"ingredients": …, "build_id": …, "artifact": …,
 "source_sha256": …}`` and either ``"metadata"`` (the bytes are there) or ``"source_key"`` (a
-record). ``ingredients`` are the named parts of the key (kernel name, source hash, types,
+record naming the entry that holds the bytes: a source entry, or a pack beside the kernel's own
+``"metadata"``). ``ingredients`` are the named parts of the key (kernel name, source hash, types,
 comptime, cube_dim, variant, build id, fingerprint), kept so that a miss can be explained.
 Entries written before records existed hold the bytes under the id too, and are read as ever.
 A value that fails its checks, or whose artifact the backend cannot load, is purged and logged
-once at WARNING: it is never loaded again, and its kernel compiles again, once.
+once at WARNING: it is never loaded again, and its kernel compiles again, once. A record naming
+an entry that is gone (a pack pruned) is purged too, so that the compile's record replaces it.
 """
 
 from __future__ import annotations
@@ -43,13 +49,16 @@ log = logging.getLogger("cubejit.environment")
 
 ID_PREFIX = b"id:"
 SOURCE_PREFIX = b"source:"
+PACK_PREFIX = b"packed:"
 SOURCE_KEY = "source_key"
+"""The header key of a record: the key of the entry that holds the bytes (a source entry or a
+pack; the name is the first format's)."""
 _NAMING = f'"{SOURCE_KEY}":"'.encode()
-"""What precedes the source key in a record's header (JSON without spaces, which escapes
+"""What precedes the named key in a record's header (JSON without spaces, which escapes
 every quote inside a string, so only the key itself reads so)."""
 _SOURCE_KEY_SIZE = len(SOURCE_PREFIX) + 64
-"""The bytes of a source key: the prefix and a SHA-256 in hex."""
-"""The header key of a record: the source key whose entry holds the bytes."""
+"""The bytes of a named key: the prefix (a pack's as long as a source's) and a SHA-256 in
+hex."""
 
 V = TypeVar("V")
 Stored = tuple[bytes, dict[str, Any]]
@@ -116,6 +125,11 @@ class ArtifactStore:
         self._lock = threading.Lock()
         self._keys: dict[ArtifactId[Any], bytes] = {}
         self._keys_build = build_id()
+        self._packs: set[tuple[int, bytes]] = set()
+        """The packs stored by this process, with the generation they were stored in."""
+        self._last_pack: tuple[bytes, bytes] | None = None
+        """The last pack read for a source, key and payload: a re-keyed batch reads one pack
+        for many sources."""
 
     def persists(self) -> bool:
         """Whether stored artifacts outlive this process (false with the compilation cache
@@ -156,7 +170,7 @@ class ArtifactStore:
         keys = {self.key(id): id for id in ids}
         values, named = self._store.get_many_following(list(keys), _NAMING, _SOURCE_KEY_SIZE)
         found: dict[ArtifactId[V], Stored] = {}
-        pointing: dict[bytes, list[ArtifactId[V]]] = {}
+        pointing: dict[bytes, list[tuple[bytes, dict[str, Any]]]] = {}
         for key, value in values.items():
             decoded = self._decoded(key, value)
             if decoded is None:
@@ -164,7 +178,7 @@ class ArtifactStore:
             payload, header = decoded
             source_key = header.get(SOURCE_KEY)
             if isinstance(source_key, str):
-                pointing.setdefault(source_key.encode("ascii"), []).append(keys[key])
+                pointing.setdefault(source_key.encode("ascii"), []).append((key, header))
             else:
                 found[keys[key]] = _stored(payload, header)
         unread = [key for key in pointing if key not in named]
@@ -172,12 +186,20 @@ class ArtifactStore:
         for source_key, records in pointing.items():
             source_value = sources.get(source_key)
             decoded = None if source_value is None else self._decoded(source_key, source_value)
-            for id in records:
+            for key, header in records:
                 if decoded is not None:
-                    found[id] = _stored(*decoded)
+                    found[keys[key]] = _stored(
+                        decoded[0], header if "metadata" in header else decoded[1]
+                    )
                 elif source_value is None:
-                    log.debug("%s: its record names the missing %s", id, source_key.decode())
+                    self._dangling(key, source_key)
         return found
+
+    def _dangling(self, key: bytes, named: bytes) -> None:
+        """Purges the record ``key``, which names the missing entry ``named``: its kernel
+        compiles again, and the record its store writes takes the place of this one."""
+        self._store.purge_key(key)
+        log.debug("dropped %s, which names the missing %s", key.decode(), named.decode())
 
     def claim(self, id: ArtifactId[Any]) -> Stored | Flight:
         """After a miss, one look that never waits: with a fleet's shared store, the artifact
@@ -208,27 +230,50 @@ class ArtifactStore:
         fleet.abandon(self._store, self.key(id))
 
     def stored_for_source(self, source: str) -> Stored | None:
-        """The payload and metadata another kernel finalized from ``source``; ``None`` when
-        absent or damaged."""
+        """The payload and metadata another kernel finalized from ``source`` (a pack's
+        library, when the source's entry names one); ``None`` when absent or damaged."""
         key = self.source_key(source)
         value = self._store.get(key)
         decoded = None if value is None else self._decoded(key, value)
-        return None if decoded is None else _stored(*decoded)
+        if decoded is None:
+            return None
+        named = decoded[1].get(SOURCE_KEY)
+        if not isinstance(named, str):
+            return _stored(*decoded)
+        pack = self._pack(named.encode("ascii"))
+        if pack is None:
+            self._dangling(key, named.encode("ascii"))
+            return None
+        return _stored(pack, decoded[1])
+
+    def _pack(self, key: bytes) -> bytes | None:
+        """The payload of the pack ``key``; the last one read is kept."""
+        if self._last_pack is not None and self._last_pack[0] == key:
+            return self._last_pack[1]
+        value = self._store.get(key)
+        decoded = None if value is None else self._decoded(key, value)
+        if decoded is None:
+            return None
+        self._last_pack = (key, decoded[0])
+        return decoded[0]
 
     def discard(self, id: ArtifactId[Any] | None, source: str | None, why: str) -> None:
-        """Purges what is stored for ``id`` (its record and the source entry it names) or for
-        ``source``, which decoded intact but could not be used (the backend refused the
-        artifact): the kernel compiles again and its store replaces them, so the caller's
-        warning and the recompile happen once, not on every run."""
-        keys = [] if id is None else [self.key(id)]
+        """Purges what is stored for ``id`` (its record and the entry it names) and for
+        ``source`` (its entry and the pack it names), which decoded intact but could not be
+        used (the backend refused the artifact): the kernel compiles again and its store
+        replaces them, so the caller's warning and the recompile happen once, not on every
+        run."""
+        asked = [] if id is None else [self.key(id)]
         if source is not None:
-            keys.append(self.source_key(source))
-        elif id is not None:
-            value = self._store.get(keys[0])
-            decoded = None if value is None else self._decoded(keys[0], value)
+            asked.append(self.source_key(source))
+        keys = dict.fromkeys(asked)
+        for key in asked:
+            value = self._store.get(key)
+            decoded = None if value is None else self._decoded(key, value)
             named = None if decoded is None else decoded[1].get(SOURCE_KEY)
             if isinstance(named, str):
-                keys.append(named.encode("ascii"))
+                keys[named.encode("ascii")] = None
+        self._last_pack = None
         for key in keys:
             self._store.purge_key(key)
             log.debug("dropped %s of namespace %s: %s", key.decode(), self.namespace, why)
@@ -241,13 +286,16 @@ class ArtifactStore:
         source: str | None,
         ingredients: dict[str, Any] | None = None,
         compress: bool = True,
+        pack: str | None = None,
     ) -> bool:
         """Keeps ``payload`` and ``metadata`` (JSON values: tuples come back as lists) under
         ``source`` when given, with a record of ``id`` naming it beside the key's
-        ``ingredients``; under ``id`` itself otherwise. The payload is compressed when that
-        shrinks it, unless not ``compress`` (a backend that compressed it in parts). Whether the
-        entry under ``id`` now holds this value; a refused write is routine (logged at
-        DEBUG)."""
+        ``ingredients``; under ``id`` itself otherwise. ``pack``, the SHA-256 of a payload
+        that other kernels share, keeps the payload once under that name, the first time this
+        process stores it, and the record and the source's entry hold ``metadata`` and name
+        the pack. The payload is compressed when that shrinks it, unless not ``compress`` (a
+        backend that compressed it in parts). Whether the entry under ``id`` now holds this
+        value; a refused write is routine (logged at DEBUG)."""
         source_sha = None if source is None else hashlib.sha256(source.encode()).hexdigest()
         named = {
             **key_parts(id),
@@ -263,7 +311,15 @@ class ArtifactStore:
         }
         key = self.key(id)
         content = {"metadata": jsonable(metadata), "source_sha256": source_sha}
-        if source is None:
+        if pack is not None and source is not None:
+            held = self._stored_pack(pack, payload, compress)
+            if held is None:
+                return False
+            named_pack = {**content, SOURCE_KEY: held}
+            by_source = self.source_key(source)
+            self._refused(by_source, self._store.insert(by_source, encode(b"", named_pack)))
+            record = encode(b"", {**header, **named_pack})
+        elif source is None:
             record = encode(payload, {**header, **content}, compress)
         else:
             by_source = self.source_key(source)
@@ -273,6 +329,23 @@ class ArtifactStore:
         outcome = self._store.insert(key, record)
         self._refused(key, outcome)
         return outcome in (InsertOutcome.STORED, InsertOutcome.ALREADY_PRESENT)
+
+    def _stored_pack(self, pack: str, payload: bytes, compress: bool) -> str | None:
+        """The key the pack ``pack`` is stored under, storing it unless this process did in
+        this generation; ``None`` when the store failed to. Another value under the key holds
+        the same bytes (the key is their hash) unless it is damaged: then it is replaced."""
+        key = PACK_PREFIX + pack.encode("ascii")
+        held = (self.generation(), key)
+        if held not in self._packs:
+            value = encode(payload, {"pack": pack}, compress)
+            outcome = self._store.insert(key, value)
+            if outcome is InsertOutcome.REFUSED and self._pack(key) is None:
+                outcome = self._store.insert(key, value)
+            self._refused(key, outcome)
+            if outcome is InsertOutcome.FAILED:
+                return None
+            self._packs.add(held)
+        return key.decode("ascii")
 
     def _refused(self, key: bytes, outcome: InsertOutcome) -> None:
         if outcome is InsertOutcome.REFUSED:

@@ -17,7 +17,7 @@ def test_list_and_show_describe_the_environments(warmed: Path, tmp_path: Path) -
     assert "default" in listed and str(warmed / "default.db") in listed
     shown = cubejit("env", "show").stdout
     assert "environment default" in shown
-    assert "entries:     8 in 1 namespaces" in shown
+    assert "entries:     9 in 1 namespaces" in shown
     assert "cpu/0.1.0/" in shown
     assert "records:     1 sessions" in shown
 
@@ -38,14 +38,14 @@ def test_use_keeps_the_choice_for_later_processes(cubejit: Cubejit, tmp_path: Pa
 def test_clear_empties_the_environment(warmed: Path, tmp_path: Path) -> None:
     root = copy_root(warmed, tmp_path / "root")
     done = command(root, tmp_path)("env", "clear")
-    assert "cleared 8 entries" in done.stdout
+    assert "cleared 9 entries" in done.stdout
     assert entries(root / "default.db") == []
 
 
 def test_verify_reports_a_damaged_entry_and_fix_purges_it(warmed: Path, tmp_path: Path) -> None:
     root = copy_root(warmed, tmp_path / "root")
     cubejit = command(root, tmp_path)
-    assert "checked 8 entries of 'default': all intact" in cubejit("env", "verify").stdout
+    assert "checked 9 entries of 'default': all intact" in cubejit("env", "verify").stdout
     with closing(sqlite3.connect(root / "default.db")) as db, db:
         db.execute(
             "UPDATE entries SET value = randomblob(400) WHERE key IN "
@@ -55,7 +55,7 @@ def test_verify_reports_a_damaged_entry_and_fix_purges_it(warmed: Path, tmp_path
     assert found.returncode == 1
     assert "1 bad found" in found.stdout
     assert "1 bad purged" in cubejit("env", "verify", "--fix").stdout
-    assert len(entries(root / "default.db")) == 7
+    assert len(entries(root / "default.db")) == 8
     assert "all intact" in cubejit("env", "verify").stdout
 
 
@@ -66,7 +66,7 @@ def test_verify_finds_an_entry_that_passes_its_checksum_but_holds_no_readable_ar
     cubejit = command(root, tmp_path)
     with closing(sqlite3.connect(root / "default.db")) as db, db:
         key, value = db.execute(
-            "SELECT key, value FROM entries WHERE key >= x'736f75726365' ORDER BY key LIMIT 1"
+            "SELECT key, value FROM entries WHERE key >= x'7061636b6564' ORDER BY key LIMIT 1"
         ).fetchone()
         intact = decode(bytes(value))
         db.execute(
@@ -108,13 +108,13 @@ def test_export_then_import_ships_entries_to_another_environment(
     cubejit = command(root, tmp_path)
     bundle = tmp_path / "kernels.cjb"
     assert (
-        "exported 8 entries" in cubejit("env", "export", str(bundle), "--namespace", "cpu/").stdout
+        "exported 9 entries" in cubejit("env", "export", str(bundle), "--namespace", "cpu/").stdout
     )
     first = cubejit("env", "import", str(bundle), CUBEJIT_ENV="elsewhere").stdout
-    assert "imported 8 entries" in first
+    assert "imported 9 entries" in first
     again = cubejit("env", "import", str(bundle), CUBEJIT_ENV="elsewhere").stdout
-    assert "imported 0 entries" in again and "8 already there" in again
-    assert len(entries(root / "elsewhere.db")) == 8
+    assert "imported 0 entries" in again and "9 already there" in again
+    assert len(entries(root / "elsewhere.db")) == 9
 
 
 def test_exporting_over_a_file_that_is_not_a_bundle_is_refused(

@@ -8,7 +8,7 @@ hold a worker on an Event or a Barrier).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,6 +86,34 @@ class FakeCompiler:
 
     def finalized_names(self) -> list[str]:
         return [name for name, _ in self.finalizations]
+
+
+class LinkingFakeCompiler(FakeCompiler):
+    """A compiler that links: parts are finalized like artifacts and linked in one call, each
+    linked artifact naming every kernel of its link."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[tuple[list[str], str]] = []
+        """The kernels of each link, and the thread it ran on."""
+        self.unlinkable: set[str] = set()
+        """The kernels whose parts fail to link."""
+
+    def finalize_part(self, id: ArtifactId[Any], lowered: Lowered) -> Artifact:
+        return self.finalize(id, lowered)
+
+    def link(
+        self, parts: Sequence[tuple[ArtifactId[Any], Artifact]]
+    ) -> list[Artifact | BaseException]:
+        names = [id.kernel.name for id, _ in parts]
+        self.links.append((names, threading.current_thread().name))
+        together = "+".join(names)
+        return [
+            RuntimeError(f"{part.finalized_for} does not link")
+            if part.finalized_for in self.unlinkable
+            else Artifact(part.source, f"{part.finalized_for} in {together}")
+            for _, part in parts
+        ]
 
 
 @dataclass

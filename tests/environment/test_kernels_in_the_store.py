@@ -22,6 +22,8 @@ from store_kernels import artifact, launch_and_check
 from cubejit import environment
 from cubejit.backends.cpu import CpuClient, CpuTarget, compiler_runs
 from cubejit.compile import ArtifactId, BatchRecord, add_record_sink, remove_record_sink
+from cubejit.environment.artifacts import ID_PREFIX, PACK_PREFIX, SOURCE_KEY, SOURCE_PREFIX
+from cubejit.environment.value import decode
 
 HERE = Path(__file__).resolve().parent
 TIMEOUT_S = 300
@@ -114,9 +116,18 @@ def test_eight_processes_warming_twenty_kernels_at_once_compute_right_and_store_
         reports.append(report)
 
     keys = stored_keys(root / "test.db")
-    assert len(keys) == len(set(keys)) == 40, "one entry per kernel id and one per C text"
+    ids = [k for k in keys if k.startswith(ID_PREFIX)]
+    sources = [k for k in keys if k.startswith(SOURCE_PREFIX)]
+    packs = {k for k in keys if k.startswith(PACK_PREFIX)}
+    assert len(ids) == len(sources) == 20, "one entry per kernel id and one per C text"
+    assert 1 <= len(packs) <= 8 and len(keys) == 40 + len(packs)
     [wanted] = {tuple(report["keys"]) for report in reports}
-    assert sorted(k.decode() for k in keys if k.startswith(b"id:")) == list(wanted)
+    assert sorted(k.decode() for k in ids) == list(wanted)
+    with sqlite3.connect(root / "test.db") as db:
+        rows = db.execute("SELECT key, value FROM entries WHERE namespace LIKE 'cpu/%'")
+        values = [bytes(v) for k, v in rows if not bytes(k).startswith(PACK_PREFIX)]
+    named = {decode(v).header[SOURCE_KEY].encode() for v in values}
+    assert named <= packs, "every record and source entry names a stored pack"
 
     after = warm(root, seeds, first=ONE_BUILD)
     assert after["compiler_runs"] == 0 and after["outcomes"] == {"loaded": 20}
@@ -146,7 +157,7 @@ def test_random_bytes_over_stored_artifacts_warn_and_compile_again_with_right_re
         rows = db.execute(
             "SELECT namespace, key, value FROM entries WHERE namespace LIKE 'cpu/%'"
         ).fetchall()
-        assert len(rows) == 4
+        assert len(rows) == 5, "two records, two sources and the pack they share"
         for namespace, key, value in rows:
             half = len(value) // 2
             damaged = value[:half] + rng.bytes(len(value) - half)

@@ -3,7 +3,8 @@
 The shared object's bytes are kept as they are; everything else a launch needs (the entry
 symbol, the parameter slots) goes into :meth:`CpuArtifact.metadata`, which names its format
 version. No ``pickle``: a store may come from another machine, and :meth:`from_parts` checks
-what it reads.
+what it reads. The kernels a batch compiled share one shared object, a *pack*, each with an
+entry of its own: their artifacts hold the same library, named by :attr:`CpuArtifact.pack`.
 """
 
 from __future__ import annotations
@@ -15,10 +16,21 @@ from cubejit.ir.types import SCALARS
 from cubejit.runtime.layout import ParamSlot, SlotKind
 
 FORMAT = 1
-"""The version of :meth:`CpuArtifact.metadata`; another is refused. Tensors and the written
-buffers were added within it, so that a cubejit of before reads the artifacts of kernels
-without tensors as it always did: a tensor's slot has a fourth field (its rank), and
-``written`` (absent before) names the buffers the kernel stores into."""
+"""The version of :meth:`CpuArtifact.metadata`; another is refused. Tensors, the written
+buffers and packs were added within it, so that a cubejit of before reads the artifacts of
+kernels without tensors as it always did: a tensor's slot has a fourth field (its rank),
+``written`` (absent before) names the buffers the kernel stores into, and ``pack`` (absent
+before) the library shared with other kernels."""
+
+
+@dataclass(frozen=True, slots=True)
+class CpuPart:
+    """A kernel compiled to an object file, which linking makes loadable."""
+
+    object: bytes
+    """The object file, its entry renamed to the artifact's :attr:`CpuArtifact.entry`."""
+    libraries: tuple[str, ...]
+    """The linker flags it needs (see :func:`~cubejit.backends.cpu.vector_math.link_libraries`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,10 +43,15 @@ class CpuArtifact:
     """The launch entry's symbol."""
     layout: tuple[ParamSlot, ...]
     """The parameters a launch passes, in signature order."""
+    pack: str | None = None
+    """The SHA-256 of :attr:`library` when it holds other kernels too (a pack): the library
+    is loaded once for all of them."""
+    part: CpuPart | None = None
+    """The object file, before linking (then :attr:`library` is empty)."""
 
     def metadata(self) -> dict[str, Any]:
         """Everything but the library, as JSON-able values."""
-        return {
+        metadata = {
             "format": FORMAT,
             "entry": self.entry,
             "layout": [
@@ -43,6 +60,7 @@ class CpuArtifact:
             ],
             "written": [s.name for s in self.layout if s.written],
         }
+        return metadata if self.pack is None else {**metadata, "pack": self.pack}
 
     @classmethod
     def from_parts(cls, library: bytes, metadata: dict[str, Any]) -> CpuArtifact:
@@ -53,11 +71,14 @@ class CpuArtifact:
         entry = metadata.get("entry")
         layout = metadata.get("layout")
         written = metadata.get("written", [])
+        pack = metadata.get("pack")
         if not isinstance(entry, str) or not isinstance(layout, list):
             raise ValueError("CPU artifact metadata lacks its entry or layout")
         if not isinstance(written, list) or not all(isinstance(w, str) for w in written):
             raise ValueError(f"CPU artifact metadata names written buffers {written!r}")
-        return cls(bytes(library), entry, tuple(_slot(item, written) for item in layout))
+        if pack is not None and not isinstance(pack, str):
+            raise ValueError(f"CPU artifact metadata names the pack {pack!r}")
+        return cls(bytes(library), entry, tuple(_slot(item, written) for item in layout), pack)
 
 
 def _slot(item: object, written: list[str]) -> ParamSlot:

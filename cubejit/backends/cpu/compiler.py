@@ -4,24 +4,33 @@
 C text with the system C compiler of its :class:`~cubejit.backends.cpu.fingerprint.Toolchain`,
 each run its own subprocess in its own temporary directory, so any number of threads may
 finalize at once; the subprocess releases the GIL, which is where compile threads buy real
-parallelism. Every run of the C compiler is counted by :data:`compiler_runs`, so tests and
-benchmarks count compiles instead of guessing from time. The folders of processes killed
-mid-compile are removed by the next process's first compile.
+parallelism. Every run of the C compiler on a kernel's text is counted by :data:`compiler_runs`,
+so tests and benchmarks count compiles instead of guessing from time; the runs that link a
+batch's object files into one library are counted apart, by :data:`link_runs`. The folders of
+processes killed mid-compile are removed by the next process's first compile.
+
+A batch that compiles several kernels has each compiled to an object file whose entry is named
+after its text (:meth:`CpuCompiler.finalize_part`) and links them into one shared object, a
+*pack* (:meth:`CpuCompiler.link`): a warm process then opens one library for the batch, not one
+a kernel. A kernel compiled alone is a library of its own, as is a pack's part that fails to
+link with the others.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import stat
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cubejit.backends.cpu.artifact import CpuArtifact
+from cubejit.backends.cpu.artifact import CpuArtifact, CpuPart
 from cubejit.backends.cpu.capabilities import cpu_capabilities
 from cubejit.backends.cpu.codegen import ENTRY, translation_unit
 from cubejit.backends.cpu.fingerprint import Toolchain
@@ -53,7 +62,10 @@ FOLDER_PREFIX = "cubejit-cc-"
 
 
 compiler_runs = RunCount()
-"""Every run of the C compiler by any :class:`CpuCompiler` of this process."""
+"""Every compile of a kernel's C by any :class:`CpuCompiler` of this process."""
+
+link_runs = RunCount()
+"""Every run of the C compiler that links object files into a library."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,50 +146,116 @@ class CpuCompiler:
         """Compiles ``lowered`` into a shared object with :attr:`toolchain`. Raises
         CompilationError carrying the compiler's log and the C source when it fails or runs
         past the compile timeout."""
+        flags = self.toolchain.flags
+        library = self._compile(lowered, "kernel.so", flags, link_libraries(lowered.source))
+        return CpuArtifact(library, ENTRY, lowered.layout)
+
+    def finalize_part(self, id: ArtifactId[int], lowered: CpuLowered) -> CpuArtifact:
+        """Compiles ``lowered`` into an object file for :meth:`link`, its entry renamed after
+        the text (so that the parts of one library never clash). Raises as :meth:`finalize`."""
+        entry = f"{ENTRY}_{hashlib.sha256(lowered.source.encode()).hexdigest()[:16]}"
+        flags = (*(f for f in self.toolchain.flags if f != "-shared"), "-c", f"-D{ENTRY}={entry}")
+        compiled = self._compile(lowered, "kernel.o", flags, ())
+        part = CpuPart(compiled, link_libraries(lowered.source))
+        return CpuArtifact(b"", entry, lowered.layout, part=part)
+
+    def link(
+        self, parts: Sequence[tuple[ArtifactId[int], CpuArtifact]]
+    ) -> list[CpuArtifact | BaseException]:
+        """Links the object files of ``parts`` into one library, a pack, that each artifact
+        holds (in the order of their entries, so that processes compiling one batch link the
+        same bytes); a single part into a library of its own. When the pack cannot be linked, each
+        part is linked alone, and a part that cannot be is a CompilationError in its place."""
+        if len(parts) > 1:
+            try:
+                library = self._link(sorted((a for _, a in parts), key=lambda a: a.entry))
+            except CompilationError:
+                pass
+            else:
+                digest = hashlib.sha256(library).hexdigest()
+                return [_linked(artifact, library, digest) for _, artifact in parts]
+        linked: list[CpuArtifact | BaseException] = []
+        for id, artifact in parts:
+            try:
+                linked.append(_linked(artifact, self._link([artifact]), None))
+            except CompilationError as e:
+                name = id.kernel.name
+                linked.append(CompilationError(f"kernel {name}: {e}", kernel=name, log=e.log))
+        return linked
+
+    def _compile(
+        self, lowered: CpuLowered, output: str, flags: tuple[str, ...], libraries: tuple[str, ...]
+    ) -> bytes:
+        """Runs the C compiler with ``flags`` on ``lowered`` into ``output``, in a temporary
+        folder of its own, and returns what it wrote."""
         _clean_stale_folders_once()
         tools = self.toolchain
         with tempfile.TemporaryDirectory(prefix=FOLDER_PREFIX) as folder:
             work = Path(folder)
             (work / "kernel.c").write_text(lowered.source, encoding="utf-8")
-            command = [
-                tools.cc,
-                *tools.flags,
-                *tools.tuning,
-                "-o",
-                "kernel.so",
-                "kernel.c",
-                *link_libraries(lowered.source),
-            ]
+            command = [tools.cc, *flags, *tools.tuning, "-o", output, "kernel.c", *libraries]
             self._runs.increment()
-            log = _run_compiler(command, work, tools.timeout, lowered)
+            compiler_runs.increment()
+            log = _run_compiler(command, work, tools.timeout, lowered.failed)
             try:
-                library = (work / "kernel.so").read_bytes()
+                return (work / output).read_bytes()
             except OSError:
                 raise lowered.failed(
+                    f"the C compiler {tools.cc!r} wrote no {output}\n{log}", log
+                ) from None
+
+    def _link(self, parts: Sequence[CpuArtifact]) -> bytes:
+        """The shared object the C compiler links from the object files of ``parts``."""
+        tools = self.toolchain
+        objects = [artifact.part for artifact in parts if artifact.part is not None]
+        libraries = sorted({flag for part in objects for flag in part.libraries})
+        entries = ", ".join(artifact.entry for artifact in parts)
+
+        def failed(what: str, log: str) -> CompilationError:
+            return CompilationError(f"linking {entries}: {what}", log=log)
+
+        with tempfile.TemporaryDirectory(prefix=FOLDER_PREFIX) as folder:
+            work = Path(folder)
+            names = []
+            for i, part in enumerate(objects):
+                names.append(f"part{i}.o")
+                (work / names[-1]).write_bytes(part.object)
+            command = [tools.cc, *tools.flags, "-o", "pack.so", *names, *libraries]
+            link_runs.increment()
+            log = _run_compiler(command, work, tools.timeout, failed)
+            try:
+                return (work / "pack.so").read_bytes()
+            except OSError:
+                raise failed(
                     f"the C compiler {tools.cc!r} wrote no shared object\n{log}", log
                 ) from None
-        return CpuArtifact(library, ENTRY, lowered.layout)
 
 
-def _run_compiler(command: list[str], work: Path, timeout: float, lowered: CpuLowered) -> str:
-    """Runs the compiler (see :mod:`cubejit.backends.cpu.process`) and returns its log."""
-    compiler_runs.increment()
+def _linked(artifact: CpuArtifact, library: bytes, pack: str | None) -> CpuArtifact:
+    return CpuArtifact(library, artifact.entry, artifact.layout, pack)
+
+
+def _run_compiler(
+    command: list[str], work: Path, timeout: float, failed: Callable[[str, str], CompilationError]
+) -> str:
+    """Runs the compiler (see :mod:`cubejit.backends.cpu.process`) and returns its log;
+    ``failed`` makes the error of a run that went wrong from what went wrong and the log."""
     try:
         finished = run_bounded(command, work, timeout)
     except OSError as e:
-        raise lowered.failed(
+        raise failed(
             f"cannot run the C compiler {command[0]!r}: {e}. "
             "Install a C compiler or point CC at one.",
             str(e),
         ) from None
     if finished.returncode is None:
-        raise lowered.failed(
+        raise failed(
             f"the C compiler ran past the compile timeout of {timeout:g} s "
             "(CUBEJIT_COMPILE_TIMEOUT) and was killed",
             finished.log,
         )
     if finished.returncode != 0:
-        raise lowered.failed(
+        raise failed(
             f"the C compiler failed (exit status {finished.returncode}):\n{log_tail(finished.log)}",
             finished.log,
         )

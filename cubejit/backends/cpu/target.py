@@ -6,7 +6,8 @@ of key: the artifact id, and the C source an artifact was compiled from, so a ke
 was compiled before under another id is served without compiling. Loading writes the shared
 object to a uniquely named file, ``dlopen``s it and unlinks it at once: nothing stays behind, and
 no two libraries of a process ever share a path (the dynamic loader would hand back the first).
-The file goes to a memory file system where there is one (:data:`MEMORY_DIRECTORY`), else to
+A pack, the library that the kernels of one batch share, is loaded once for all of them. The
+file goes to a memory file system where there is one (:data:`MEMORY_DIRECTORY`), else to
 the temporary directory.
 """
 
@@ -71,6 +72,8 @@ class CpuTarget(CompilationTarget[int, CpuArtifact, CpuLoaded]):
         """The compilation store's namespace for this compiler's artifacts."""
         memory = [MEMORY_DIRECTORY] if os.access(MEMORY_DIRECTORY, os.W_OK | os.X_OK) else []
         self._load_folders = [*memory, tempfile.gettempdir()]
+        self._packs: dict[str, ctypes.CDLL] = {}
+        """The packs loaded, by their SHA-256: content addressed, so never stale."""
 
     def compiler(self) -> CpuCompiler:
         return self._compiler
@@ -107,7 +110,9 @@ class CpuTarget(CompilationTarget[int, CpuArtifact, CpuLoaded]):
         return None if parts is None else self._artifact(parts, None, source)
 
     def store(self, id: ArtifactId[int], artifact: CpuArtifact, source: str | None) -> bool:
-        return self.artifacts.store(id, artifact.library, artifact.metadata(), source)
+        return self.artifacts.store(
+            id, artifact.library, artifact.metadata(), source, pack=artifact.pack
+        )
 
     def abandon(self, id: ArtifactId[int]) -> None:
         """``id`` failed and will not be stored: hosts of a fleet waiting for it compile it."""
@@ -117,15 +122,13 @@ class CpuTarget(CompilationTarget[int, CpuArtifact, CpuLoaded]):
         self.artifacts.discard(id, source, why)
 
     def load(self, id: ArtifactId[int], artifact: CpuArtifact) -> CpuLoaded:
-        """Loads ``artifact``'s shared object; CompilationError when the system refuses it."""
-        try:
-            library = _open_library(self._load_folders[0], artifact.library)
-        except OSError as e:
-            if len(self._load_folders) == 1:
-                raise CompilationError(
-                    f"cannot load the CPU artifact of {id}: {e}", kernel=id.kernel.name
-                ) from None
-            library = self._load_elsewhere(id, artifact, e)
+        """Loads ``artifact``'s shared object (a pack once for all its kernels);
+        CompilationError when the system refuses it."""
+        library = None if artifact.pack is None else self._packs.get(artifact.pack)
+        if library is None:
+            library = self._opened(id, artifact)
+            if artifact.pack is not None:
+                self._packs[artifact.pack] = library
         try:
             entry = library[artifact.entry]
         except AttributeError as e:
@@ -136,6 +139,16 @@ class CpuTarget(CompilationTarget[int, CpuArtifact, CpuLoaded]):
         entry.restype = None
         written = tuple(j for j, slot in enumerate(artifact.layout) if slot.written)
         return CpuLoaded(library, entry, artifact.layout, written)
+
+    def _opened(self, id: ArtifactId[int], artifact: CpuArtifact) -> ctypes.CDLL:
+        try:
+            return _open_library(self._load_folders[0], artifact.library)
+        except OSError as e:
+            if len(self._load_folders) == 1:
+                raise CompilationError(
+                    f"cannot load the CPU artifact of {id}: {e}", kernel=id.kernel.name
+                ) from None
+            return self._load_elsewhere(id, artifact, e)
 
     def _load_elsewhere(
         self, id: ArtifactId[int], artifact: CpuArtifact, first: OSError

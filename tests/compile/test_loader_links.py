@@ -1,0 +1,73 @@
+"""A linking compiler: the kernels a batch compiles are finalized into parts and linked once."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from loader_fakes import Artifact, FakeKernel, FakeTarget, LinkingFakeCompiler
+
+from cubejit.compile import KernelLoader, ServerLogger, recent_records
+
+
+@pytest.fixture
+def linking() -> FakeTarget:
+    return FakeTarget(fake_compiler=LinkingFakeCompiler())
+
+
+def compiled(target: FakeTarget, kernels: list[FakeKernel]) -> KernelLoader:
+    loader = KernelLoader(target, parallelism=3)
+    for kernel in kernels:
+        loader.enqueue(kernel, None)
+    loader.compile_queued()
+    return loader
+
+
+def test_a_batch_links_its_parts_once_on_the_calling_thread_then_loads_and_stores_them(
+    linking: FakeTarget,
+) -> None:
+    kernels = [FakeKernel(name, source=f"text of {name}") for name in ("a", "b", "c")]
+    shared = FakeKernel("d", source="text of a")
+    loader = compiled(linking, [*kernels, shared])
+
+    compiler = linking.fake_compiler
+    assert isinstance(compiler, LinkingFakeCompiler)
+    [(names, thread)] = compiler.links
+    assert sorted(names) == ["a", "b", "c"] and thread == threading.current_thread().name
+    together = "+".join(names)
+    for kernel in kernels:
+        artifact = loader.get(kernel.artifact_id()).artifact
+        assert artifact == Artifact(kernel.source, f"{kernel.name} in {together}")
+        assert linking.by_source[kernel.source] == artifact
+    assert loader.get(shared.artifact_id()).artifact == Artifact("text of a", f"a in {together}")
+    outcomes = {r.name: r.outcome for r in recent_records()[-1].kernels}
+    assert outcomes == {"a": "compiled", "b": "compiled", "c": "compiled", "d": "rekeyed"}
+
+
+def test_a_part_that_does_not_link_fails_its_kernels_and_the_others_load(
+    linking: FakeTarget,
+) -> None:
+    compiler = linking.fake_compiler
+    assert isinstance(compiler, LinkingFakeCompiler)
+    compiler.unlinkable = {"b"}
+    a, b = FakeKernel("a", source="one"), FakeKernel("b", source="two")
+    same_as_b = FakeKernel("c", source="two")
+    loader = compiled(linking, [a, b, same_as_b])
+
+    assert loader.get(a.artifact_id()) is not None
+    for kernel in (b, same_as_b):
+        with pytest.raises(RuntimeError, match="b does not link"):
+            loader.load(kernel, kernel.artifact_id(), ServerLogger())
+    assert set(linking.by_id) == {a.artifact_id()}
+
+
+def test_a_batch_compiling_one_kernel_finalizes_it_whole_and_links_nothing(
+    linking: FakeTarget,
+) -> None:
+    linking.by_id[FakeKernel("stored").artifact_id()] = Artifact("old", "stored")
+    loader = compiled(linking, [FakeKernel("stored"), FakeKernel("new", source="new")])
+
+    compiler = linking.fake_compiler
+    assert isinstance(compiler, LinkingFakeCompiler)
+    assert compiler.links == [] and compiler.finalized_names() == ["new"]
+    assert loader.get(FakeKernel("new").artifact_id()).artifact == Artifact("new", "new")

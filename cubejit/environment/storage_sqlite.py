@@ -60,12 +60,14 @@ warm store is then written at most once a day per entry."""
 SELECT_VALUE = "SELECT value, used_at FROM entries WHERE namespace = ? AND key = ?"
 SELECT_VALUES = "SELECT key, value, used_at FROM entries WHERE namespace = ? AND key IN ({})"
 SELECT_FOLLOWING = (
-    "SELECT r.key, r.value, r.used_at, s.key, s.value, s.used_at FROM entries AS r "
-    "LEFT JOIN entries AS s ON s.namespace = r.namespace AND instr(r.value, ?) > 0 "
-    "AND s.key = substr(r.value, instr(r.value, ?) + ?, ?) "
-    "WHERE r.namespace = ? AND r.key IN ({})"
+    "WITH r AS (SELECT key, value, used_at FROM entries WHERE namespace = ? AND key IN ({})) "
+    "SELECT 0, key, value, used_at FROM r UNION ALL "
+    "SELECT 1, key, value, used_at FROM entries WHERE namespace = ? AND key IN "
+    "(SELECT substr(value, instr(value, ?) + ?, ?) FROM r WHERE instr(value, ?) > 0)"
 )
-"""The entries under some keys, each beside the entry its value names after a marker."""
+"""The entries under some keys (rows marked 0), then each entry their values name after a
+marker, once however many name it (rows marked 1: a pack that a batch's records share is read
+once, not once a record)."""
 _KEYS_PER_QUERY = 500
 """Keys bound in one ``IN (...)`` (SQLite allows at least 999 parameters)."""
 TOUCH_ENTRY = "UPDATE entries SET used_at = ? WHERE namespace = ? AND key = ?"
@@ -229,24 +231,23 @@ class SqliteStorage:
         namespace (a record naming the entry that holds its artifact). The second map holds
         those found; a value that names none, or a missing one, adds nothing."""
         wanted = list(keys)
-        rows: list[tuple[bytes, bytes, float, bytes | None, bytes | None, float | None]] = []
+        rows: list[tuple[int, bytes, bytes, float]] = []
         try:
             for start in range(0, len(wanted), _KEYS_PER_QUERY):
                 part = wanted[start : start + _KEYS_PER_QUERY]
                 query = SELECT_FOLLOWING.format(", ".join("?" * len(part)))
-                parameters = (marker, marker, len(marker), size, namespace, *part)
+                parameters = (namespace, *part, namespace, marker, len(marker), size, marker)
                 rows += self._run(functools.partial(_fetch_all, query, parameters))
         except (sqlite3.Error, StoreError) as e:
             log.debug("cannot read %s: %s", self.path, e)
             return {}, {}
-        found = {bytes(k): bytes(v) for k, v, *_ in rows}
-        named = {bytes(k): bytes(v) for *_, k, v, _ in rows if k is not None and v is not None}
+        found = {bytes(k): bytes(v) for named, k, v, _ in rows if not named}
+        named = {bytes(k): bytes(v) for named, k, v, _ in rows if named}
         now = time.time()
-        marks = [(k, used) for k, _, used, *_ in rows] + [(k, used) for *_, k, _, used in rows]
         stale = {
             (now, namespace, bytes(k))
-            for k, used in marks
-            if k is not None and used is not None and now - used > TOUCH_AFTER_S
+            for _, k, _, used in rows
+            if used is not None and now - used > TOUCH_AFTER_S
         }
         if stale and not self._readonly:
             self._write_many(TOUCH_ENTRY, sorted(stale))

@@ -23,7 +23,7 @@ from cubejit.backends.cpu import CpuClient, CpuTarget, compiler_runs
 from cubejit.compile import BatchRecord, add_record_sink, remove_record_sink
 from cubejit.environment.artifacts import ID_PREFIX, SOURCE_KEY, SOURCE_PREFIX
 from cubejit.environment.manager import ENVIRONMENTS
-from cubejit.environment.storage_sqlite import SqliteStorage
+from cubejit.environment.storage_sqlite import SELECT_FOLLOWING, SqliteStorage
 from cubejit.environment.value import decode, encode
 
 N = 333
@@ -222,7 +222,7 @@ def test_a_warm_first_launch_reads_the_store_once(
     result = first_launch()
     np.testing.assert_allclose(result, x * np.float32(3.0) - np.float32(1.0), rtol=1e-6)
     assert outcomes[-1] == "loaded"
-    assert len(queries) == 1 and queries[0].startswith("SELECT r.key, r.value")
+    assert queries == [SELECT_FOLLOWING.format("?")]
 
 
 def test_ready_reads_runs_the_very_query_a_first_launch_runs_and_finds_nothing(

@@ -196,3 +196,37 @@ def test_a_checked_client_prepares_the_checked_variant() -> None:
     k.saxpy.launch(client, 1, 96, np.float32(0.5), client.to_device(x), client.to_device(y), out)
     assert client.compiler.compilations == before + 1
     np.testing.assert_allclose(client.read(out), 0.5 * x + y, rtol=1e-6)
+
+
+def test_checked_kernels_compiled_in_one_batch_keep_their_own_bounds_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cubejit import config
+    from cubejit.backends.cpu import link_runs
+    from cubejit.environment.manager import ENVIRONMENTS
+
+    monkeypatch.setattr(config, "_current", config.settings())
+    config.override(cache_dir=tmp_path / "root", compilation_cache=True)
+    ENVIRONMENTS.reset()
+    try:
+        client = cj.client("cpu", check_bounds=True)
+        kernels = [cj.kernel(kernel.fn) for kernel in (k.write_past, k.read_past, k.saxpy)]
+        links = link_runs.count
+        for kernel in kernels:
+            kernel.prepare(client, N)
+        client.compile_queued()
+        assert link_runs.count == links + 1, "the three were linked into one library"
+        rng = np.random.default_rng(22)
+        host = _f32(rng, N)
+        x, out = client.to_device(host), client.to_device(np.zeros(N, np.float32))
+        write_past, read_past, saxpy = kernels
+        with pytest.raises(cj.LaunchError) as error:
+            write_past.launch(client, 1, N, x, out)
+        _expect(error, write_past, "out[i + 1] = x[i] * 2.0", "out", N, N)
+        saxpy.launch(client, 1, N, np.float32(2.0), x, x, out)
+        np.testing.assert_allclose(client.read(out), 3 * host, rtol=1e-6)
+        with pytest.raises(cj.LaunchError) as error:
+            read_past.launch(client, 1, N, x, out)
+        _expect(error, read_past, "out[i] = x[i + 1] + 1.0", "x", N, N)
+    finally:
+        ENVIRONMENTS.reset()

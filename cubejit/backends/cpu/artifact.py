@@ -78,7 +78,20 @@ class CpuArtifact:
             raise ValueError(f"CPU artifact metadata names written buffers {written!r}")
         if pack is not None and not isinstance(pack, str):
             raise ValueError(f"CPU artifact metadata names the pack {pack!r}")
-        return cls(bytes(library), entry, tuple(_slot(item, written) for item in layout), pack)
+        return cls(bytes(library), entry, _layout(layout, written), pack)
+
+
+_layouts: dict[str, tuple[ParamSlot, ...]] = {}
+"""Each layout read, by its text: the specialisations of one kernel share theirs."""
+
+
+def _layout(layout: list[Any], written: list[str]) -> tuple[ParamSlot, ...]:
+    """The slots ``layout`` and ``written`` describe (see :func:`_slot`), read once."""
+    key = repr((layout, written))
+    slots = _layouts.get(key)
+    if slots is None:
+        slots = _layouts[key] = tuple(_slot(item, written) for item in layout)
+    return slots
 
 
 def _slot(item: object, written: list[str]) -> ParamSlot:

@@ -22,12 +22,7 @@ from cubejit.backends.cpu.layout import make_variant
 from cubejit.backends.cpu.target import CpuTarget
 from cubejit.errors import BackendUnavailableError, LaunchError
 from cubejit.ir.types import Scalar, from_dtype
-from cubejit.runtime.checking import (
-    RECORD_BYTES,
-    RECORD_SYMBOL,
-    bounds_error,
-    checked_variant,
-)
+from cubejit.runtime.checking import RECORD_BYTES, bounds_error, checked_variant
 from cubejit.runtime.layout import U32_MAX, all_contiguous
 from cubejit.runtime.limits import dims3
 
@@ -156,7 +151,7 @@ class CpuClient:
         binder.check_written(args, loaded.written)
         found = self._records.get(id(loaded))
         if found is None:
-            record = (ctypes.c_char * RECORD_BYTES).in_dll(loaded.library, RECORD_SYMBOL)
+            record = (ctypes.c_char * RECORD_BYTES).in_dll(loaded.library, loaded.record)
             self._records[id(loaded)] = (loaded, record)
         else:
             record = found[1]

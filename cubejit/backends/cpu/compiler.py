@@ -42,7 +42,7 @@ from cubejit.errors import CompilationError, ValidationError, log_tail
 from cubejit.ir.bounds import checked
 from cubejit.ir.types import TensorType
 from cubejit.ir.validate import validate_for
-from cubejit.runtime.checking import split_variant
+from cubejit.runtime.checking import RECORD_SYMBOL, split_variant
 from cubejit.runtime.layout import ParamSlot, contiguity, kernel_slots
 from cubejit.runtime.limits import DeviceLimits
 
@@ -151,10 +151,17 @@ class CpuCompiler:
         return CpuArtifact(library, ENTRY, lowered.layout)
 
     def finalize_part(self, id: ArtifactId[int], lowered: CpuLowered) -> CpuArtifact:
-        """Compiles ``lowered`` into an object file for :meth:`link`, its entry renamed after
-        the text (so that the parts of one library never clash). Raises as :meth:`finalize`."""
-        entry = f"{ENTRY}_{hashlib.sha256(lowered.source.encode()).hexdigest()[:16]}"
-        flags = (*(f for f in self.toolchain.flags if f != "-shared"), "-c", f"-D{ENTRY}={entry}")
+        """Compiles ``lowered`` into an object file for :meth:`link`, its entry (and a checked
+        variant's bounds record) renamed after the text, so that the parts of one library
+        never clash. Raises as :meth:`finalize`."""
+        suffix = f"_{hashlib.sha256(lowered.source.encode()).hexdigest()[:16]}"
+        entry = ENTRY + suffix
+        flags = (
+            *(f for f in self.toolchain.flags if f != "-shared"),
+            "-c",
+            f"-D{ENTRY}={entry}",
+            f"-D{RECORD_SYMBOL}={RECORD_SYMBOL}{suffix}",
+        )
         compiled = self._compile(lowered, "kernel.o", flags, ())
         part = CpuPart(compiled, link_libraries(lowered.source))
         return CpuArtifact(b"", entry, lowered.layout, part=part)

@@ -1,7 +1,8 @@
 """Turns a launch's Python arguments into the argument block of a CPU kernel, fast.
 
 One :class:`ArgBinder` per kernel spec holds a precompiled ``struct.Struct`` of the layout
-(:mod:`cubejit.backends.cpu.layout`); a launch checks each argument against its slot, packs
+(:mod:`cubejit.backends.cpu.layout`; built once for all the specs of one kernel's parameters);
+a launch checks each argument against its slot, packs
 addresses, lengths, shapes, strides and scalars into one ``bytes`` and computes the variant
 (alignment, and for tensors which are contiguous innermost), in a few microseconds. The common
 arguments (this client's buffers, numpy arrays of the right type) take a fast branch; anything
@@ -15,7 +16,8 @@ from __future__ import annotations
 import ctypes
 import math
 import struct
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -23,6 +25,7 @@ import numpy as np
 from cubejit.backends.cpu.layout import arg_struct, make_variant
 from cubejit.compile.id import ArtifactId
 from cubejit.errors import LaunchError
+from cubejit.ir.nodes import Param
 from cubejit.runtime.arguments import ArgumentChecker, BufferView, TensorValues, tensor_values
 from cubejit.runtime.layout import U32_MAX, ParamSlot, SlotKind, param_slots
 
@@ -88,6 +91,40 @@ class CpuBuffer:
 _SCALAR, _ARRAY, _TENSOR = SlotKind.SCALAR, SlotKind.ARRAY, SlotKind.TENSOR
 
 
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What binding the arguments of a kernel's parameters needs, the same for every spec of
+    one kernel and layout (its specs differ in comptime values and cube_dim): built once."""
+
+    slots: tuple[ParamSlot, ...]
+    checker: ArgumentChecker
+    pack: Callable[..., bytes]
+    steps: tuple[tuple[SlotKind, np.dtype | None, int], ...]
+    tensors: int
+    widest: int
+
+    @staticmethod
+    def of(name: str, params: tuple[Param, ...]) -> _Plan:
+        plan = _plans.get((name, params))
+        if plan is None:
+            slots = param_slots(params)
+            plan = _plans[(name, params)] = _Plan(
+                slots,
+                ArgumentChecker(name, slots),
+                arg_struct(slots).pack,
+                tuple(
+                    (s.kind, np.dtype(s.scalar.dtype.name) if s.is_buffer else None, s.rank)
+                    for s in slots
+                ),
+                sum(1 for s in slots if s.is_tensor),
+                max((s.scalar.itemsize for s in slots if s.is_buffer), default=1),
+            )
+        return plan
+
+
+_plans: dict[tuple[str, tuple[Param, ...]], _Plan] = {}
+
+
 class ArgBinder:
     """Checks and packs the arguments of one kernel spec."""
 
@@ -95,15 +132,13 @@ class ArgBinder:
         self.spec = spec
         self.name: str = spec.name
         self.client = client
-        self.slots: tuple[ParamSlot, ...] = param_slots(spec.params)
-        self.checker = ArgumentChecker(spec.name, self.slots)
-        self.pack = arg_struct(self.slots).pack
-        self.plan = tuple(
-            (s.kind, np.dtype(s.scalar.dtype.name) if s.is_buffer else None, s.rank)
-            for s in self.slots
-        )
-        self.tensors = sum(1 for s in self.slots if s.is_tensor)
-        self.widest = max((s.scalar.itemsize for s in self.slots if s.is_buffer), default=1)
+        plan = _Plan.of(spec.name, spec.params)
+        self.slots = plan.slots
+        self.checker = plan.checker
+        self.pack = plan.pack
+        self.plan = plan.steps
+        self.tensors = plan.tensors
+        self.widest = plan.widest
         self.units_per_cube: int = math.prod(spec.cube_dim)
         self.artifact_ids: dict[Any, ArtifactId[Any]] = {}
         """The artifact id of each variant seen, built once."""

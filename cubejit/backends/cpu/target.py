@@ -24,11 +24,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from cubejit.backends.cpu.artifact import CpuArtifact
+from cubejit.backends.cpu.codegen import ENTRY
 from cubejit.backends.cpu.compiler import CpuCompiler
 from cubejit.compile.id import ArtifactId
 from cubejit.compile.protocols import CompilationTarget, Flight
 from cubejit.environment.artifacts import ArtifactStore, Stored
 from cubejit.errors import CompilationError
+from cubejit.runtime.checking import RECORD_SYMBOL
 from cubejit.runtime.layout import ParamSlot
 
 _log = logging.getLogger("cubejit.compilation")
@@ -54,6 +56,8 @@ class CpuLoaded:
     written: tuple[int, ...] = ()
     """The positions of the buffers the kernel stores into, whose arguments must be
     writeable."""
+    record: str = RECORD_SYMBOL
+    """The symbol of a checked variant's bounds record (renamed with the entry in a pack)."""
 
 
 class CpuTarget(CompilationTarget[int, CpuArtifact, CpuLoaded]):
@@ -138,7 +142,8 @@ class CpuTarget(CompilationTarget[int, CpuArtifact, CpuLoaded]):
         entry.argtypes = [ctypes.c_char_p]
         entry.restype = None
         written = tuple(j for j, slot in enumerate(artifact.layout) if slot.written)
-        return CpuLoaded(library, entry, artifact.layout, written)
+        record = RECORD_SYMBOL + artifact.entry.removeprefix(ENTRY)
+        return CpuLoaded(library, entry, artifact.layout, written, record)
 
     def _opened(self, id: ArtifactId[int], artifact: CpuArtifact) -> ctypes.CDLL:
         try:

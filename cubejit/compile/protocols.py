@@ -29,6 +29,7 @@ Variant = TypeVar("Variant")
 Lowered = TypeVar("Lowered")
 Artifact = TypeVar("Artifact")
 ArtifactOut = TypeVar("ArtifactOut", covariant=True)
+LoweredIn = TypeVar("LoweredIn", contravariant=True)
 LoadedOut = TypeVar("LoadedOut", covariant=True)
 
 
@@ -83,14 +84,14 @@ class ArtifactCompiler(Protocol[Variant, Lowered, ArtifactOut]):
 
 
 @runtime_checkable
-class LinkingCompiler(Protocol[Variant, Lowered, Artifact]):
+class LinkingCompiler(Protocol[Variant, LoweredIn, Artifact]):
     """A compiler whose artifacts can be joined: a batch that compiles several kernels
     finalizes each into a part (:meth:`finalize_part`, on the workers) and, once its own
     kernels are done, joins the parts in one :meth:`link` (on the calling thread). Loading one
     joined artifact for a batch's kernels, instead of one artifact a kernel, is what makes a
     warm process's batch cheap (one library opened, one value decompressed)."""
 
-    def finalize_part(self, id: ArtifactId[Variant], lowered: Lowered) -> Artifact:
+    def finalize_part(self, id: ArtifactId[Variant], lowered: LoweredIn) -> Artifact:
         """Turns ``lowered`` into a part that only :meth:`link` makes loadable. Raises as
         ``finalize`` does."""
         ...

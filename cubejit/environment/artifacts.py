@@ -1,8 +1,8 @@
-"""What a backend's compilation target keeps in the store: artifacts, by kernel and by source.
+"""What a backend's compilation target keeps in the store: artifacts, by kernel, source and pack.
 
 An :class:`ArtifactStore` is one namespace, ``"<backend>/<cubejit version>/<fingerprint>"``, of
 the active environment; the fingerprint names what the code was built for, so code built for
-one machine is never served to another. It holds two maps in that namespace:
+one machine is never served to another. It holds three maps in that namespace:
 
 - by source: key ``b"source:"`` + the hex SHA-256 of the backend text, holding the artifact's
   bytes and metadata, once however many kernels lower to that text (content addressed);

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import sys
 from collections import Counter
+from contextlib import closing
+from pathlib import Path
 
 import numpy as np
 
@@ -33,6 +36,13 @@ def shift(x: cj.Array[cj.f32], out: cj.Array[cj.f32], seed: cj.Comptime[int]):
 def artifact(seed: int) -> ArtifactId[int]:
     """The artifact id of ``shift`` with ``seed`` for a client's own (64-byte aligned) buffers."""
     return ArtifactId(shift.specialize(CUBE, seed=seed).id(), MAX_ALIGN)
+
+
+def cpu_entries(database: Path) -> dict[bytes, bytes]:
+    """Every entry of the CPU's namespaces in the environment file ``database``, by key."""
+    with closing(sqlite3.connect(database)) as db:
+        query = "SELECT key, value FROM entries WHERE namespace LIKE 'cpu/%'"
+        return {bytes(k): bytes(v) for k, v in db.execute(query)}
 
 
 def launch_and_check(client: object, seed: int, rng: np.random.Generator) -> None:

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from store_kernels import CUBE, cpu_entries, launch_and_check, shift
 
-import cubejit as cj
 from cubejit import environment
 from cubejit.backends.cpu import CpuClient, CpuTarget, compiler_runs, link_runs
 from cubejit.backends.cpu import target as cpu_target
@@ -26,43 +26,22 @@ from cubejit.environment.artifacts import ID_PREFIX, PACK_PREFIX, SOURCE_KEY, SO
 from cubejit.environment.manager import ENVIRONMENTS
 from cubejit.environment.value import decode
 
-N = 517
-CUBE = 64
 KERNELS = 5
+SEEDS = range(1, KERNELS + 1)
+"""``shift`` with each seed is a C text of its own."""
 
 
-@cj.kernel
-def shifted(x: cj.Array[cj.f32], out: cj.Array[cj.f32], k: cj.Comptime[int]):
-    i = cj.ABSOLUTE_POS
-    if i < out.len():
-        out[i] = x[i] * cj.f32(k + 2) - cj.f32(k)
-
-
-def launch_all(kernel: cj.Kernel = shifted, ks: range = range(KERNELS)) -> None:
-    """Prepares ``ks`` on a new client as one batch and checks each kernel's result."""
+def launch_all(seeds: range = SEEDS) -> None:
+    """Prepares ``shift`` with ``seeds`` on a new client (a new process's target, the store's
+    environment read afresh) as one batch and checks each kernel's result."""
+    ENVIRONMENTS.reset()
     client = CpuClient(target=CpuTarget())
-    for k in ks:
-        kernel.prepare(client, CUBE, k=k)
+    for seed in seeds:
+        shift.prepare(client, CUBE, seed=seed)
     client.compile_queued()
     rng = np.random.default_rng(3)
-    for k in ks:
-        x = rng.random(N, dtype=np.float32)
-        out = client.empty(N, cj.f32)
-        kernel.launch(client, cj.cdiv(N, CUBE), CUBE, client.to_device(x), out, k=k)
-        expected = x * np.float32(k + 2) - np.float32(k)
-        np.testing.assert_allclose(out.array, expected, rtol=1e-6)
-
-
-def fresh() -> cj.Kernel:
-    """The kernel as a fresh process meets it: nothing of it loaded or cached."""
-    ENVIRONMENTS.reset()
-    return cj.kernel(shifted.fn)
-
-
-def rows() -> dict[bytes, bytes]:
-    with closing(sqlite3.connect(environment.path())) as db:
-        query = "SELECT key, value FROM entries WHERE namespace LIKE 'cpu/%'"
-        return {bytes(k): bytes(v) for k, v in db.execute(query)}
+    for seed in seeds:
+        launch_and_check(client, seed, rng)
 
 
 @pytest.fixture
@@ -98,7 +77,7 @@ def test_a_batch_of_distinct_kernels_is_linked_once_and_its_library_stored_once(
     launch_all()
     assert compiler_runs.count - compiles == KERNELS and link_runs.count - links == 1
     assert len(opened) == 1, "the batch's kernels load from the one library"
-    stored = rows()
+    stored = cpu_entries(environment.path())
     [(pack_key, pack)] = [(k, v) for k, v in stored.items() if k.startswith(PACK_PREFIX)]
     library = decode(pack).payload
     assert library.startswith(b"\x7fELF") and len(pack) < len(library), "kept compressed"
@@ -116,9 +95,8 @@ def test_a_fresh_process_loads_every_kernel_of_the_batch_opening_one_library(
     root: Path, opened: list[int], outcomes: list[str]
 ) -> None:
     launch_all()
-    kernel = fresh()
     compiles, links, before = compiler_runs.count, link_runs.count, len(opened)
-    launch_all(kernel)
+    launch_all()
     assert (compiler_runs.count, link_runs.count) == (compiles, links)
     assert outcomes[-KERNELS:] == ["loaded"] * KERNELS
     assert len(opened) - before == 1
@@ -130,9 +108,8 @@ def test_after_an_upgrade_the_kernels_are_rekeyed_from_the_library_their_texts_n
     launch_all()
     build.override_build_id("an upgrade")
     try:
-        kernel = fresh()
         compiles, before = compiler_runs.count, len(opened)
-        launch_all(kernel)
+        launch_all()
         assert compiler_runs.count == compiles
         assert outcomes[-KERNELS:] == ["rekeyed"] * KERNELS
         assert len(opened) - before == 1
@@ -148,12 +125,12 @@ def test_a_pruned_library_drops_the_records_naming_it_and_its_kernels_compile_on
         db.execute("DELETE FROM entries WHERE key >= ? AND key < ?", (PACK_PREFIX, b"packee"))
     caplog.set_level(logging.WARNING)
     compiles = compiler_runs.count
-    launch_all(fresh())
+    launch_all()
     assert compiler_runs.count - compiles == KERNELS
     assert outcomes[-KERNELS:] == ["compiled"] * KERNELS
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
     compiles = compiler_runs.count
-    launch_all(fresh())
+    launch_all()
     assert compiler_runs.count == compiles
     assert outcomes[-KERNELS:] == ["loaded"] * KERNELS
 
@@ -162,9 +139,9 @@ def test_a_kernel_compiled_alone_keeps_a_library_of_its_own(
     root: Path, outcomes: list[str]
 ) -> None:
     links = link_runs.count
-    launch_all(ks=range(1))
-    launch_all(ks=range(2))
+    launch_all(range(1, 2))
+    launch_all(range(1, 3))
     assert link_runs.count == links, "one kernel to compile in each batch: nothing to link"
-    stored = rows()
+    stored = cpu_entries(environment.path())
     assert not [k for k in stored if k.startswith(PACK_PREFIX)]
     assert outcomes == ["compiled", "loaded", "compiled"]

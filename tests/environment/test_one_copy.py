@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from store_kernels import cpu_entries
 
 import cubejit as cj
 from cubejit import environment
@@ -50,14 +51,6 @@ def launch_all(client: CpuClient, tags: range, kernel: cj.Kernel = scaled) -> No
         np.testing.assert_allclose(out.array, x * np.float32(3.0) - np.float32(1.0), rtol=1e-6)
 
 
-def rows(database: Path) -> list[tuple[bytes, bytes]]:
-    with closing(sqlite3.connect(database)) as db:
-        return [
-            (bytes(k), bytes(v))
-            for k, v in db.execute("SELECT key, value FROM entries WHERE namespace LIKE 'cpu/%'")
-        ]
-
-
 @pytest.fixture
 def outcomes() -> list[str]:
     seen: list[str] = []
@@ -72,7 +65,7 @@ def outcomes() -> list[str]:
 
 def test_kernels_with_one_source_keep_its_bytes_once_and_compressed(root: Path) -> None:
     launch_all(CpuClient(target=CpuTarget()), range(KERNELS))
-    entries = rows(environment.path())
+    entries = list(cpu_entries(environment.path()).items())
     sources = [(k, v) for k, v in entries if k.startswith(SOURCE_PREFIX)]
     records = [(k, v) for k, v in entries if k.startswith(ID_PREFIX)]
     assert len(sources) == 1 and len(records) == KERNELS

@@ -170,9 +170,10 @@ class CpuCompiler:
         self, parts: Sequence[tuple[ArtifactId[int], CpuArtifact]]
     ) -> list[CpuArtifact | BaseException]:
         """Links the object files of ``parts`` into one library, a pack, that each artifact
-        holds (in the order of their entries, so that processes compiling one batch link the
-        same bytes); a single part into a library of its own. When the pack cannot be linked, each
-        part is linked alone, and a part that cannot be is a CompilationError in its place."""
+        holds (linked in the order of their entries, so that processes compiling one batch
+        link the same bytes); a single part into a library of its own. When the pack cannot
+        be linked, each part is linked alone, and a part that cannot be is a CompilationError
+        in its place."""
         if len(parts) > 1:
             try:
                 library = self._link(sorted((a for _, a in parts), key=lambda a: a.entry))
@@ -215,6 +216,7 @@ class CpuCompiler:
         """The shared object the C compiler links from the object files of ``parts``."""
         tools = self.toolchain
         objects = [artifact.part for artifact in parts if artifact.part is not None]
+        assert len(objects) == len(parts), "only parts finalize_part made are linked"
         libraries = sorted({flag for part in objects for flag in part.libraries})
         entries = ", ".join(artifact.entry for artifact in parts)
 

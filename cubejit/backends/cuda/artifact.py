@@ -93,9 +93,12 @@ class CudaArtifact:
         }
 
     @classmethod
-    def from_stored(cls, payload: bytes, meta: dict[str, object]) -> CudaArtifact:
-        """The artifact :meth:`metadata` and ``cubin`` describe. Raises ``ValueError`` for
-        metadata of another format or a payload that is no cubin."""
+    def from_stored(
+        cls, payload: bytes, meta: dict[str, object], ptx: bytes = b"", packed_ptx: bytes = b""
+    ) -> CudaArtifact:
+        """The artifact :meth:`metadata` and ``cubin`` describe, with its ``ptx`` (or
+        ``packed_ptx``). Raises ``ValueError`` for metadata of another format or a payload that
+        is no cubin."""
         if meta.get("format") != FORMAT:
             raise ValueError(f"CUDA artifact format {meta.get('format')!r}, expected {FORMAT}")
         if not payload.startswith(ELF_MAGIC):
@@ -107,9 +110,11 @@ class CudaArtifact:
             cubin=bytes(payload),
             entry=str(meta["entry"]),
             arch=str(meta["arch"]),
-            params=tuple(_read_slot(item) for item in params),
+            params=_read_slots(params),
             coarsening=int(meta["coarsening"]),  # type: ignore[call-overload]
             dynamic_shared=int(meta.get("dynamic_shared", 0)),  # type: ignore[call-overload]
+            ptx=ptx,
+            packed_ptx=packed_ptx,
         )
 
 
@@ -117,6 +122,19 @@ def _stored_slot(slot: ParamSlot) -> list[object]:
     if slot.is_tensor:
         return [slot.name, slot.scalar.name, "tensor", slot.written, slot.rank]
     return [slot.name, slot.scalar.name, slot.is_array, slot.written]
+
+
+_slots_read: dict[str, tuple[ParamSlot, ...]] = {}
+"""Each parameter list read, by its text: the specialisations of one kernel share theirs."""
+
+
+def _read_slots(items: list[object]) -> tuple[ParamSlot, ...]:
+    """The slots of a stored parameter list (see :func:`_read_slot`), read once."""
+    key = repr(items)
+    slots = _slots_read.get(key)
+    if slots is None:
+        slots = _slots_read[key] = tuple(_read_slot(item) for item in items)
+    return slots
 
 
 def _read_slot(item: object) -> ParamSlot:

@@ -79,14 +79,14 @@ def unpacked(payload: bytes, metadata: dict[str, Any]) -> CudaArtifact:
     if not isinstance(size, int) or not 0 < size <= len(payload):
         raise ValueError(f"stored CUDA artifact says its cubin is {size!r} bytes")
     if packing is None:
-        return replace(CudaArtifact.from_stored(payload[:size], metadata), ptx=payload[size:])
+        return CudaArtifact.from_stored(payload[:size], metadata, ptx=payload[size:])
     if packing != "zlib":
         raise ValueError(f"stored CUDA artifact is packed with unknown {packing!r}")
     try:
         cubin = zlib.decompress(payload[:size])
     except zlib.error as e:
         raise ValueError(f"stored CUDA cubin does not decompress: {e}") from None
-    return replace(CudaArtifact.from_stored(cubin, metadata), packed_ptx=payload[size:])
+    return CudaArtifact.from_stored(cubin, metadata, packed_ptx=payload[size:])
 
 
 @dataclass(frozen=True, slots=True)

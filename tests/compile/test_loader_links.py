@@ -8,6 +8,7 @@ import pytest
 from loader_fakes import Artifact, FakeKernel, FakeTarget, LinkingFakeCompiler
 
 from cubejit.compile import KernelLoader, ServerLogger, recent_records
+from cubejit.errors import CompilationError
 
 
 @pytest.fixture
@@ -71,3 +72,21 @@ def test_a_batch_compiling_one_kernel_finalizes_it_whole_and_links_nothing(
     assert isinstance(compiler, LinkingFakeCompiler)
     assert compiler.links == [] and compiler.finalized_names() == ["new"]
     assert loader.get(FakeKernel("new").artifact_id()).artifact == Artifact("new", "new")
+
+
+def test_a_kernel_whose_part_fails_to_compile_fails_alone_and_the_others_are_linked(
+    linking: FakeTarget,
+) -> None:
+    failure = CompilationError("cc: error: bad code")
+    bad = FakeKernel("bad", source="bad text", fail_finalize=failure)
+    good = [FakeKernel(name, source=f"text of {name}") for name in ("a", "b")]
+    loader = compiled(linking, [bad, *good])
+
+    compiler = linking.fake_compiler
+    assert isinstance(compiler, LinkingFakeCompiler)
+    [(names, _)] = compiler.links
+    assert sorted(names) == ["a", "b"]
+    with pytest.raises(CompilationError) as raised:
+        loader.load(bad, bad.artifact_id(), ServerLogger())
+    assert raised.value is failure
+    assert all(loader.get(kernel.artifact_id()) is not None for kernel in good)

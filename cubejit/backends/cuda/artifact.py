@@ -19,9 +19,10 @@ __all__ = ["ENTRY_POINT", "FORMAT", "CudaArtifact", "ParamSlot", "param_slots"]
 
 FORMAT = 2
 """The version of the stored metadata; a stored entry of another version is not loaded. Tensors
-were added within it, so that a cubejit of before reads the artifacts of kernels without tensors
-as it always did: a parameter is ``[name, scalar, is_array, written]``, a tensor
-``[name, scalar, "tensor", written, rank]``."""
+and packs were added within it, so that a cubejit of before reads the artifacts of kernels
+without tensors as it always did: a parameter is ``[name, scalar, is_array, written]``, a tensor
+``[name, scalar, "tensor", written, rank]``, and ``pack`` (absent before) names the cubin shared
+with a batch's other kernels."""
 
 ENTRY_POINT = "cubejit_kernel"
 """The symbol of every kernel's ``__global__`` function. Fixed, so two kernels whose text is
@@ -64,6 +65,12 @@ class CudaArtifact:
     """The PTX as the store keeps it, compressed with ``zlib``, where it was read from the
     store and not yet needed: a warm load uses the cubin alone, so its PTX stays packed (see
     :meth:`ptx_text`)."""
+    pack: str | None = None
+    """The SHA-256 of :attr:`cubin` when it holds the other kernels of its batch too (a pack,
+    linked by the driver): the module is loaded once for all of them. A pack keeps no PTX."""
+    relocatable: bool = False
+    """Whether :attr:`cubin` is relocatable code that only linking makes loadable (a part of
+    a pack, before the link)."""
 
     def ptx_text(self) -> bytes:
         """The PTX, unpacked if it came from the store packed; empty when unknown."""
@@ -83,7 +90,7 @@ class CudaArtifact:
 
     def metadata(self) -> dict[str, object]:
         """Everything but the cubin, as JSON-able values."""
-        return {
+        metadata: dict[str, object] = {
             "format": FORMAT,
             "entry": self.entry,
             "arch": self.arch,
@@ -91,6 +98,7 @@ class CudaArtifact:
             "coarsening": self.coarsening,
             "dynamic_shared": self.dynamic_shared,
         }
+        return metadata if self.pack is None else {**metadata, "pack": self.pack}
 
     @classmethod
     def from_stored(
@@ -104,8 +112,11 @@ class CudaArtifact:
         if not payload.startswith(ELF_MAGIC):
             raise ValueError("stored CUDA artifact is not an ELF image")
         params = meta["params"]
+        pack = meta.get("pack")
         if not isinstance(params, list):
             raise ValueError("stored CUDA artifact has no parameter list")
+        if pack is not None and not isinstance(pack, str):
+            raise ValueError(f"stored CUDA artifact names the pack {pack!r}")
         return cls(
             cubin=bytes(payload),
             entry=str(meta["entry"]),
@@ -115,6 +126,7 @@ class CudaArtifact:
             dynamic_shared=int(meta.get("dynamic_shared", 0)),  # type: ignore[call-overload]
             ptx=ptx,
             packed_ptx=packed_ptx,
+            pack=pack,
         )
 
 

@@ -13,6 +13,7 @@ says that no device was found.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import math
 from collections.abc import Callable, Sequence
@@ -31,7 +32,7 @@ from cubejit.backends.cuda.buffer import (
 )
 from cubejit.backends.cuda.checked_launch import checked_launcher
 from cubejit.backends.cuda.coarsening import NO_ALIAS
-from cubejit.backends.cuda.compiler import CudaCompiler
+from cubejit.backends.cuda.compiler import LinkingCudaCompiler
 from cubejit.backends.cuda.driver import (
     CudaLimits,
     arch_name,
@@ -42,7 +43,7 @@ from cubejit.backends.cuda.driver import (
 from cubejit.backends.cuda.graphs import LaunchGraph
 from cubejit.backends.cuda.launch import Launcher, LaunchNode, arrays_apart, first_mask
 from cubejit.backends.cuda.memory import DeviceMemory
-from cubejit.backends.cuda.target import CudaTarget, fingerprint
+from cubejit.backends.cuda.target import CudaTarget, fingerprint, link_cubins
 from cubejit.compile.id import ArtifactId
 from cubejit.compile.loader import KernelLoader
 from cubejit.compile.mirror import Mirror
@@ -126,10 +127,13 @@ class CudaClient:
         """Where the client's buffers live: a stream-ordered pool where the device has one."""
         self._ordinals: dict[int, int] = {}
         """The device of each address another library's array was seen at."""
-        self.compiler = CudaCompiler(self.arch, self.limits)
-        """The compiler of this client's kernels (``compiler.compilations`` counts NVRTC runs).
-        NVRTC is loaded, and told the device's architecture, only when it first compiles: a
-        process the store serves entirely never loads it."""
+        self.compiler = LinkingCudaCompiler(
+            self.arch, self.limits, functools.partial(link_cubins, self._context)
+        )
+        """The compiler of this client's kernels (``compiler.compilations`` counts NVRTC runs),
+        which links the kernels a batch compiles into one cubin. NVRTC is loaded, and told the
+        device's architecture, only when it first compiles: a process the store serves entirely
+        never loads it."""
         store = ArtifactStore("cuda", fingerprint(self.limits.compute_capability))
         self.loader = KernelLoader(CudaTarget(self._context, self.compiler, store), parallelism)
         """The loader of this client's kernels."""

@@ -9,9 +9,10 @@ the loader's workers compile side by side.
 
 from __future__ import annotations
 
+import hashlib
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from cubejit.backends.cuda import nvrtc
@@ -20,7 +21,7 @@ from cubejit.backends.cuda.capabilities import cuda_capabilities
 from cubejit.backends.cuda.coarsening import FACTOR, NO_ALIAS, coarsen
 from cubejit.backends.cuda.driver import ARCHITECTURAL_LIMITS, CudaLimits
 from cubejit.compile.id import ArtifactId
-from cubejit.errors import BackendUnavailableError, UnsupportedError
+from cubejit.errors import BackendUnavailableError, CompilationError, UnsupportedError
 from cubejit.ir.bounds import checked
 from cubejit.ir.types import TensorType
 from cubejit.runtime.checking import split_variant
@@ -146,18 +147,7 @@ class CudaCompiler:
 
     def finalize(self, id: ArtifactId[Any], lowered: CudaLowered) -> CudaArtifact:
         """Compiles ``lowered`` with NVRTC to a cubin for this compiler's architecture."""
-        folder = nvrtc.half_include_dir() if lowered.needs_half else None
-        self._check_architecture()
-        with self._lock:
-            self._compilations += 1
-        if self.on_compile is not None:
-            self.on_compile(lowered.source)
-        cubin, ptx = nvrtc.compile_to_cubin_and_ptx(
-            lowered.source,
-            self.arch,
-            include_dirs=(folder,) if folder else (),
-            kernel=lowered.kernel,
-        )
+        cubin, ptx = self._compiled(lowered, ())
         return CudaArtifact(
             cubin,
             ENTRY_POINT,
@@ -167,6 +157,89 @@ class CudaCompiler:
             lowered.dynamic_shared,
             ptx=ptx,
         )
+
+    def _compiled(self, lowered: CudaLowered, options: tuple[str, ...]) -> tuple[bytes, bytes]:
+        folder = nvrtc.half_include_dir() if lowered.needs_half else None
+        self._check_architecture()
+        with self._lock:
+            self._compilations += 1
+        if self.on_compile is not None:
+            self.on_compile(lowered.source)
+        return nvrtc.compile_to_cubin_and_ptx(
+            lowered.source,
+            self.arch,
+            include_dirs=(folder,) if folder else (),
+            kernel=lowered.kernel,
+            options=options,
+        )
+
+
+class LinkingCudaCompiler(CudaCompiler):
+    """A :class:`CudaCompiler` that links the kernels a batch compiles into one cubin, a pack,
+    through the driver's linker (``link_cubins``, which needs the device's context: a compiler
+    without a device builds a cubin a kernel). Each part is relocatable code (``-rdc=true``),
+    its entry named after its text so that a pack's kernels never clash; a checked variant is
+    compiled whole (its bounds record is one global of one name) and passes the link as it is.
+    """
+
+    def __init__(
+        self,
+        arch: str,
+        limits: CudaLimits,
+        link_cubins: Callable[[list[bytes]], bytes],
+        on_compile: Callable[[str], None] | None = None,
+    ) -> None:
+        super().__init__(arch, limits, on_compile)
+        self._link_cubins = link_cubins
+
+    def finalize_part(self, id: ArtifactId[Any], lowered: CudaLowered) -> CudaArtifact:
+        """Compiles ``lowered`` into relocatable code for :meth:`link` (a checked variant into a
+        whole cubin)."""
+        if split_variant(id.variant)[0]:
+            return self.finalize(id, lowered)
+        entry = f"{ENTRY_POINT}_{hashlib.sha256(lowered.source.encode()).hexdigest()[:16]}"
+        cubin, _ = self._compiled(lowered, ("-rdc=true", f"-D{ENTRY_POINT}={entry}"))
+        return CudaArtifact(
+            cubin,
+            entry,
+            self.arch,
+            lowered.params,
+            lowered.coarsening,
+            lowered.dynamic_shared,
+            relocatable=True,
+        )
+
+    def link(
+        self, parts: Sequence[tuple[ArtifactId[Any], CudaArtifact]]
+    ) -> list[CudaArtifact | BaseException]:
+        """The relocatable parts linked into one cubin that each artifact holds (in the order
+        of their entries), a single one into a cubin of its own; when the pack does not link,
+        each is linked alone, and one that cannot be is a CompilationError in its place. A
+        whole cubin passes as it is."""
+        relocatable = sorted((a for _, a in parts if a.relocatable), key=lambda a: a.entry)
+        linked: dict[str, CudaArtifact | BaseException] = {}
+        if len(relocatable) > 1:
+            try:
+                cubin = self._link_cubins([a.cubin for a in relocatable])
+            except CompilationError:
+                pass
+            else:
+                pack = hashlib.sha256(cubin).hexdigest()
+                linked = {
+                    a.entry: replace(a, cubin=cubin, pack=pack, relocatable=False)
+                    for a in relocatable
+                }
+        for id, artifact in parts:
+            if artifact.relocatable and artifact.entry not in linked:
+                try:
+                    cubin = self._link_cubins([artifact.cubin])
+                    linked[artifact.entry] = replace(artifact, cubin=cubin, relocatable=False)
+                except CompilationError as e:
+                    name = id.kernel.name
+                    linked[artifact.entry] = CompilationError(
+                        f"kernel {name}: {e}", kernel=name, log=e.log
+                    )
+        return [linked[a.entry] if a.relocatable else a for _, a in parts]
 
 
 def capability(arch: str) -> tuple[int, int]:

@@ -174,9 +174,11 @@ def compile_to_cubin_and_ptx(
     *,
     include_dirs: tuple[Path, ...] = (),
     kernel: str | None = None,
+    options: tuple[str, ...] = (),
 ) -> tuple[bytes, bytes]:
-    """Compiles ``source`` for ``arch`` (``"sm_90a"``): the cubin, and the PTX NVRTC made it
-    from (which a driver can compile for a newer GPU, when ``arch`` has no ``a`` suffix).
+    """Compiles ``source`` for ``arch`` (``"sm_90a"``), with NVRTC's further ``options``: the
+    cubin, and the PTX NVRTC made it from (which a driver can compile for a newer GPU, when
+    ``arch`` has no ``a`` suffix).
 
     Raises :class:`CompilationError` naming ``kernel`` and carrying NVRTC's log and the source
     when NVRTC refuses it. Safe to call from several threads at once.
@@ -187,9 +189,10 @@ def compile_to_cubin_and_ptx(
         nvrtc.nvrtcCreateProgram(source.encode(), b"kernel.cu", 0, [], []), "program creation"
     )
     try:
-        options = [f"-arch={arch}".encode(), b"-std=c++17", *_lean_options()]
-        options += [f"-I{folder}".encode() for folder in include_dirs]
-        (status,) = nvrtc.nvrtcCompileProgram(program, len(options), options)
+        given = [f"-arch={arch}".encode(), b"-std=c++17", *_lean_options()]
+        given += [f"-I{folder}".encode() for folder in include_dirs]
+        given += [option.encode() for option in options]
+        (status,) = nvrtc.nvrtcCompileProgram(program, len(given), given)
         if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             log = _program_log(program)
             what = f"kernel {kernel}" if kernel else "a kernel"

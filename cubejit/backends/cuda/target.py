@@ -89,6 +89,45 @@ def unpacked(payload: bytes, metadata: dict[str, Any]) -> CudaArtifact:
     return CudaArtifact.from_stored(cubin, metadata, packed_ptx=payload[size:])
 
 
+def driver_link(context: Any, inputs: Sequence[tuple[Any, bytes]], what: str) -> bytes:
+    """The cubin the driver's linker makes of ``inputs`` (each a ``CUjitInputType`` and its
+    bytes) for the device of ``context``; a ``CompilationError`` saying ``what`` failed when it
+    refuses them."""
+    driver = driver_module()
+    call(driver.cuCtxSetCurrent, context, what="make the context current", error=CompilationError)
+    state = call(
+        driver.cuLinkCreate, 0, [], [], what="start the driver's linker", error=CompilationError
+    )
+    try:
+        for i, (kind, data) in enumerate(inputs):
+            name = f"input{i}".encode()
+            call(
+                driver.cuLinkAddData,
+                state,
+                kind,
+                data,
+                len(data),
+                name,
+                0,
+                [],
+                [],
+                what=what,
+                error=CompilationError,
+            )
+        image, size = call(driver.cuLinkComplete, state, what=what, error=CompilationError)
+        return ctypes.string_at(int(image), int(size))
+    finally:
+        driver.cuLinkDestroy(state)
+
+
+def link_cubins(context: Any, cubins: list[bytes]) -> bytes:
+    """One cubin for the device of ``context`` linked from relocatable ``cubins`` (see
+    :class:`~cubejit.backends.cuda.compiler.LinkingCudaCompiler`)."""
+    cubin_input = driver_module().CUjitInputType.CU_JIT_INPUT_CUBIN
+    what = f"link {len(cubins)} kernels into one cubin"
+    return driver_link(context, [(cubin_input, cubin) for cubin in cubins], what)
+
+
 @dataclass(frozen=True, slots=True)
 class CudaKernelHandle:
     """A kernel loaded on the device: what a launch dispatches."""
@@ -119,6 +158,8 @@ class CudaTarget(CompilationTarget[Variant, CudaArtifact, CudaKernelHandle]):
         self._compiler = compiler
         self._store = store
         self._modules: list[Any] = []
+        self._packs: dict[str, Any] = {}
+        """The packs loaded, by their SHA-256: content addressed, so never stale."""
         self._warned_ptx = False
         self._older: tuple[int, list[str]] | None = None
 
@@ -217,13 +258,17 @@ class CudaTarget(CompilationTarget[Variant, CudaArtifact, CudaKernelHandle]):
         )
         if not artifact.cubin:
             artifact = self._from_ptx(id, artifact)
-        module = call(
-            driver.cuModuleLoadData,
-            artifact.cubin,
-            what=f"load the cubin of {id}",
-            error=CompilationError,
-        )
-        self._modules.append(module)
+        module = None if artifact.pack is None else self._packs.get(artifact.pack)
+        if module is None:
+            module = call(
+                driver.cuModuleLoadData,
+                artifact.cubin,
+                what=f"load the cubin of {id}",
+                error=CompilationError,
+            )
+            self._modules.append(module)
+            if artifact.pack is not None:
+                self._packs[artifact.pack] = module
         function = call(
             driver.cuModuleGetFunction,
             module,
@@ -247,34 +292,12 @@ class CudaTarget(CompilationTarget[Variant, CudaArtifact, CudaKernelHandle]):
     def _from_ptx(self, id: ArtifactId[Variant], artifact: CudaArtifact) -> CudaArtifact:
         """``artifact`` with the cubin the driver compiles from its PTX for this GPU, stored
         under ``id`` in this GPU's namespace for the next process."""
-        driver = driver_module()
-        state = call(
-            driver.cuLinkCreate, 0, [], [], what="start the driver's linker", error=CompilationError
+        text = artifact.ptx_text() + b"\0"
+        cubin = driver_link(
+            self._context,
+            [(driver_module().CUjitInputType.CU_JIT_INPUT_PTX, text)],
+            f"compile the PTX of {id} for this GPU",
         )
-        try:
-            text = artifact.ptx_text() + b"\0"
-            call(
-                driver.cuLinkAddData,
-                state,
-                driver.CUjitInputType.CU_JIT_INPUT_PTX,
-                text,
-                len(text),
-                b"kernel.ptx",
-                0,
-                [],
-                [],
-                what=f"compile the PTX of {id} for this GPU",
-                error=CompilationError,
-            )
-            image, size = call(
-                driver.cuLinkComplete,
-                state,
-                what=f"compile the PTX of {id} for this GPU",
-                error=CompilationError,
-            )
-            cubin = ctypes.string_at(int(image), int(size))
-        finally:
-            driver.cuLinkDestroy(state)
         level = logging.DEBUG if self._warned_ptx else logging.WARNING
         self._warned_ptx = True
         log.log(
@@ -291,6 +314,11 @@ class CudaTarget(CompilationTarget[Variant, CudaArtifact, CudaKernelHandle]):
 
     def store(self, id: ArtifactId[Variant], artifact: CudaArtifact, source: str | None) -> bool:
         ingredients = {"arch": artifact.arch}
+        if artifact.pack is not None:
+            metadata = artifact.metadata()
+            return self._store.store(
+                id, artifact.cubin, metadata, source, ingredients, pack=artifact.pack
+            )
         payload, metadata = packed(artifact)
         return self._store.store(id, payload, metadata, source, ingredients, compress=False)
 

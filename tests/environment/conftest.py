@@ -1,4 +1,5 @@
-"""Fixtures for the store's tests: an empty root per test, the store's warnings."""
+"""Fixtures for the store's tests: an empty root per test, the store's warnings, the outcomes
+of the kernels the loader's batches handle."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from cubejit import config
+from cubejit.compile import BatchRecord, add_record_sink, remove_record_sink
 from cubejit.environment.manager import ENVIRONMENTS
 
 
@@ -40,3 +42,16 @@ def store_warnings(caplog: pytest.LogCaptureFixture) -> Iterator[list[logging.Lo
     logger.addHandler(handler)
     yield records
     logger.removeHandler(handler)
+
+
+@pytest.fixture
+def outcomes() -> Iterator[list[str]]:
+    """The outcome of every kernel of every batch recorded during the test, in order."""
+    seen: list[str] = []
+
+    def sink(batch: BatchRecord) -> None:
+        seen.extend(str(k.outcome) for k in batch.kernels)
+
+    add_record_sink(sink)
+    yield seen
+    remove_record_sink(sink)

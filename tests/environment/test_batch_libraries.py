@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
 
@@ -20,7 +19,6 @@ from store_kernels import CUBE, cpu_entries, launch_and_check, shift
 from cubejit import environment
 from cubejit.backends.cpu import CpuClient, CpuTarget, compiler_runs, link_runs
 from cubejit.backends.cpu import target as cpu_target
-from cubejit.compile import BatchRecord, add_record_sink, remove_record_sink
 from cubejit.environment import build
 from cubejit.environment.artifacts import ID_PREFIX, PACK_PREFIX, SOURCE_KEY, SOURCE_PREFIX
 from cubejit.environment.manager import ENVIRONMENTS
@@ -56,18 +54,6 @@ def opened(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(cpu_target, "_open_library", counting)
     return sizes
-
-
-@pytest.fixture
-def outcomes() -> Iterator[list[str]]:
-    seen: list[str] = []
-
-    def sink(batch: BatchRecord) -> None:
-        seen.extend(str(k.outcome) for k in batch.kernels)
-
-    add_record_sink(sink)
-    yield seen
-    remove_record_sink(sink)
 
 
 def test_a_batch_of_distinct_kernels_is_linked_once_and_its_library_stored_once(

@@ -21,7 +21,7 @@ from store_kernels import cpu_entries
 import cubejit as cj
 from cubejit import environment
 from cubejit.backends.cpu import CpuClient, CpuTarget, compiler_runs
-from cubejit.compile import BatchRecord, add_record_sink, remove_record_sink
+from cubejit.compile import add_record_sink, remove_record_sink
 from cubejit.environment.artifacts import ID_PREFIX, SOURCE_KEY, SOURCE_PREFIX
 from cubejit.environment.manager import ENVIRONMENTS
 from cubejit.environment.storage_sqlite import SELECT_FOLLOWING, SqliteStorage
@@ -49,18 +49,6 @@ def launch_all(client: CpuClient, tags: range, kernel: cj.Kernel = scaled) -> No
         out = client.empty(N, cj.f32)
         kernel.launch(client, cj.cdiv(N, CUBE), CUBE, client.to_device(x), out, tag=tag)
         np.testing.assert_allclose(out.array, x * np.float32(3.0) - np.float32(1.0), rtol=1e-6)
-
-
-@pytest.fixture
-def outcomes() -> list[str]:
-    seen: list[str] = []
-
-    def sink(batch: BatchRecord) -> None:
-        seen.extend(str(k.outcome) for k in batch.kernels)
-
-    add_record_sink(sink)
-    yield seen
-    remove_record_sink(sink)
 
 
 def test_kernels_with_one_source_keep_its_bytes_once_and_compressed(root: Path) -> None:

@@ -13,6 +13,10 @@ is served the portable PTX of the newest older architecture instead: the driver 
 at load (one WARNING per process), and the cubin it made is stored for this GPU, so the next
 process loads that. NVRTC does not run.
 
+The kernels one batch compiled on a GPU share one cubin, a pack, that the driver linked from
+their relocatable parts (:class:`~cubejit.backends.cuda.compiler.LinkingCudaCompiler`): stored
+once, with no PTX, and loaded as one module for all of them.
+
 A loaded module stays loaded as long as the target lives, which is as long as its client: a
 stream may still run a kernel of it, and a kernel the loader dropped after an environment switch
 may still be queued there.

@@ -94,8 +94,9 @@ class Batch(Generic[V, A, L]):
         self.by_source: dict[str, _SourceGroup[V] | tuple[A] | BaseException] = {}
         self.workers: Workers[tuple[_Done, Trip[V], Any]] | None = None
         self.pending = 0
-        self.linker = self.compiler if isinstance(self.compiler, LinkingCompiler) else None
-        self.linking = False
+        self.linker: LinkingCompiler[V, Any, A] | None = None
+        """The compiler, when it links and more than one kernel compiles here: then kernels are
+        finalized into parts, linked once the jobs are done."""
         self.parts: list[tuple[Trip[V], A]] = []
 
     def run(self, jobs: dict[ArtifactId[V], Kernel]) -> dict[ArtifactId[V], L | BaseException]:
@@ -119,7 +120,8 @@ class Batch(Generic[V, A, L]):
                 elsewhere.append(trip)
             else:
                 found[trip.id] = claimed
-        self.linking = self.linker is not None and len(here) > 1
+        if len(here) > 1 and isinstance(self.compiler, LinkingCompiler):
+            self.linker = self.compiler
         finished = False
         try:
             self._lower_all(here)
@@ -246,10 +248,7 @@ class Batch(Generic[V, A, L]):
         return self._finalize(trip)
 
     def _finalize(self, trip: Trip[V]) -> tuple[_Done, Trip[V], Any]:
-        finalize = self.compiler.finalize
-        if self.linking:
-            assert self.linker is not None
-            finalize = self.linker.finalize_part
+        finalize = self.compiler.finalize if self.linker is None else self.linker.finalize_part
         try:
             artifact, trip.recording.finalize = timed(
                 lambda: finalize(trip.id, trip.lowered), self.origin
@@ -264,7 +263,7 @@ class Batch(Generic[V, A, L]):
         """On the calling thread: what a worker's finished job leads to."""
         if done is _Done.LOWERED:
             self._lowered(trip)
-        elif done is _Done.FINALIZED and self.linking:
+        elif done is _Done.FINALIZED and self.linker is not None:
             self.parts.append((trip, value))
         elif done is _Done.FINALIZED:
             self._finalized(trip, value)

@@ -43,16 +43,27 @@ def canonical(value: Any) -> Any:
     sorted by key). Anything else has no stable meaning across processes and is refused.
     """
     kind = type(value)
-    if kind is str or kind is int or value is None:
+    if kind in _ATOMS:
         return value
     if kind is tuple:
-        if _known(value):
-            return value
-        return tuple([v if type(v) in _ATOMS else canonical(v) for v in value])
+        try:
+            if value in _words:
+                return value
+        except TypeError:
+            pass
+        changed: list[Any] | None = None
+        for at, item in enumerate(value):
+            if type(item) not in _ATOMS:
+                made = canonical(item)
+                if made is not item:
+                    if changed is None:
+                        changed = list(value)
+                    changed[at] = made
+        return value if changed is None else tuple(changed)
     if isinstance(value, bool | int | float | str | bytes):
         return value
     if isinstance(value, list | tuple):
-        return tuple(canonical(v) for v in value)
+        return tuple([canonical(v) for v in value])
     if isinstance(value, dict):
         return tuple(
             sorted(((str(k), canonical(v)) for k, v in value.items()), key=lambda kv: kv[0])
@@ -63,47 +74,44 @@ def canonical(value: Any) -> Any:
     )
 
 
-def _known(value: tuple[Any, ...]) -> bool:
-    """Whether ``value``'s encoding is kept (a tuple holding lists or dicts never is)."""
-    try:
-        return value in _words
-    except TypeError:
-        return False
-
-
 def encode(value: Any) -> bytes:
     """A byte encoding of a canonical value: one value has one encoding, two values two."""
-    if type(value) is tuple:
-        parts = b"".join([_encode(v)[0] for v in value])
-        return b"L" + _LENGTH.pack(len(value)) + parts
     return _encode(value)[0]
 
 
 def _encode(value: Any) -> tuple[bytes, bool]:
-    """The encoding of ``value``, and whether it holds no number (so it may be kept)."""
+    """The encoding of ``value``, and whether it holds no number (so it may be kept). The
+    strings and ints of a tuple are encoded in its own loop: ids are tuples of them, and a
+    call for each was most of an id's hashing."""
     kind = type(value)
-    if kind is str:
-        data = value.encode("utf-8")
-        return b"S" + _LENGTH.pack(len(data)) + data, True
     if kind is tuple:
-        try:
-            found = _words.get(value)
-        except TypeError:
-            found = None
+        found = _words.get(value)
         if found is not None:
             return found, True
         chunks = [b"L" + _LENGTH.pack(len(value))]
         plain = True
         for item in value:
-            encoded, item_plain = _encode(item)
-            chunks.append(encoded)
-            plain = plain and item_plain
+            kind = type(item)
+            if kind is str:
+                data = item.encode("utf-8")
+                chunks.append(b"S" + _LENGTH.pack(len(data)) + data)
+            elif kind is int:
+                text = str(item).encode()
+                chunks.append(b"I" + _LENGTH.pack(len(text)) + text)
+                plain = False
+            else:
+                encoded, item_plain = _encode(item)
+                chunks.append(encoded)
+                plain = plain and item_plain
         data = b"".join(chunks)
         if plain:
             if len(_words) >= WORDS_LIMIT:
                 _words.clear()
             _words[value] = data
         return data, plain
+    if kind is str:
+        data = value.encode("utf-8")
+        return b"S" + _LENGTH.pack(len(data)) + data, True
     if kind is int:
         text = str(value).encode()
         return b"I" + _LENGTH.pack(len(text)) + text, False
@@ -124,9 +132,7 @@ def _encode(value: Any) -> tuple[bytes, bool]:
     if isinstance(value, bytes):
         return b"B" + _LENGTH.pack(len(value)) + value, True
     if isinstance(value, tuple):
-        parts = [_encode(v) for v in value]
-        data = b"L" + _LENGTH.pack(len(value)) + b"".join(p for p, _ in parts)
-        return data, False
+        return _encode(tuple(value))[0], False
     raise TypeError(f"cannot encode {type(value).__name__}")
 
 
@@ -146,6 +152,10 @@ def _canonical_digest(*parts: Any) -> str:
 
 
 def _dims(value: int | tuple[int, ...] | list[int]) -> tuple[int, int, int]:
+    if type(value) is tuple and len(value) == 3:
+        x, y, z = value
+        if type(x) is int and type(y) is int and type(z) is int and min(value) >= 1:
+            return value  # type: ignore[return-value]
     dims = (value,) if isinstance(value, int) else tuple(value)
     if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and d >= 1 for d in dims):
         raise ValueError(
@@ -178,6 +188,19 @@ class KernelId:
         object.__setattr__(self, "cube_dim", _dims(cube_dim))
         object.__setattr__(self, "_hash", hash((self.name, self.info, self.cube_dim)))
         object.__setattr__(self, "_stable", None)
+
+    @classmethod
+    def of_canonical(cls, name: str, info: Any, cube_dim: tuple[int, int, int]) -> KernelId:
+        """The id of parts canonical already (``info`` as :func:`canonical` gives it, three
+        positive ints of ``cube_dim``), built without walking them again: the kernel
+        language's own ids, one per specialisation a warm process prepares."""
+        id = object.__new__(cls)
+        object.__setattr__(id, "name", name)
+        object.__setattr__(id, "info", info)
+        object.__setattr__(id, "cube_dim", cube_dim)
+        object.__setattr__(id, "_hash", hash((name, info, cube_dim)))
+        object.__setattr__(id, "_stable", None)
+        return id
 
     def __hash__(self) -> int:
         return self._hash

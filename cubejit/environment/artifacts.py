@@ -14,7 +14,7 @@ one machine is never served to another. It holds three maps in that namespace:
 - by pack: key ``b"packed:"`` + the hex SHA-256 of the bytes, holding the one library that the
   kernels a batch compiled share (each with an entry of its own). Their records, and their
   source entries, name the pack and hold each kernel's own metadata, so that a warm batch
-  reads its records and the one pack in one query and decodes the pack once.
+  reads its records in one query, the one pack in a second, and decodes the pack once.
 
 Values are :mod:`~cubejit.environment.value` encodings (payloads compressed when that shrinks
 them) whose JSON header holds ``{"ingredients": …, "build_id": …, "artifact": …,
@@ -53,13 +53,6 @@ PACK_PREFIX = b"packed:"
 SOURCE_KEY = "source_key"
 """The header key of a record: the key of the entry that holds the bytes (a source entry or a
 pack; the name is the first format's)."""
-_NAMING = f'"{SOURCE_KEY}":"'.encode()
-"""What precedes the named key in a record's header (JSON without spaces, which escapes
-every quote inside a string, so only the key itself reads so)."""
-_SOURCE_KEY_SIZE = len(SOURCE_PREFIX) + 64
-"""The bytes of a named key: the prefix (a pack's as long as a source's) and a SHA-256 in
-hex."""
-
 V = TypeVar("V")
 Stored = tuple[bytes, dict[str, Any]]
 """An artifact as the store gives it back: its bytes and its metadata."""
@@ -103,7 +96,7 @@ def ready_reads() -> None:
     machine the first look-up then takes 0.18 to 0.21 ms instead of 0.26 to 0.43). For a
     client with idle time before its first launch: the CUDA client calls it while the driver
     opens the device."""
-    Store("").get_many_following([ID_PREFIX + bytes(64)], _NAMING, _SOURCE_KEY_SIZE)
+    Store("").get_many([ID_PREFIX + bytes(64)])
 
 
 class ArtifactStore:
@@ -165,10 +158,10 @@ class ArtifactStore:
 
     def stored_many(self, ids: Sequence[ArtifactId[V]]) -> dict[ArtifactId[V], Stored]:
         """The payload and metadata stored for each of ``ids`` that has them: a batch's whole
-        look-up, one query for the records and the sources they name together (on an
-        environment file; elsewhere a second query reads the sources)."""
+        look-up: one query for the records, a second for the entries they name (each once,
+        however many records name it: a batch's pack)."""
         keys = {self.key(id): id for id in ids}
-        values, named = self._store.get_many_following(list(keys), _NAMING, _SOURCE_KEY_SIZE)
+        values = self._store.get_many(list(keys))
         found: dict[ArtifactId[V], Stored] = {}
         pointing: dict[bytes, list[tuple[bytes, dict[str, Any]]]] = {}
         for key, value in values.items():
@@ -181,8 +174,7 @@ class ArtifactStore:
                 pointing.setdefault(source_key.encode("ascii"), []).append((key, header))
             else:
                 found[keys[key]] = _stored(payload, header)
-        unread = [key for key in pointing if key not in named]
-        sources = {**named, **self._store.get_many(unread)} if unread else named
+        sources = self._store.get_many(list(pointing))
         for source_key, records in pointing.items():
             source_value = sources.get(source_key)
             decoded = None if source_value is None else self._decoded(source_key, source_value)

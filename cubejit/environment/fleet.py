@@ -299,20 +299,6 @@ class FleetStore:
                     found[key] = value
         return found
 
-    def get_many_following(
-        self, keys: Collection[bytes], marker: bytes, size: int
-    ) -> tuple[dict[bytes, bytes], dict[bytes, bytes]]:
-        """The local store's :meth:`~cubejit.environment.store.Store.get_many_following`,
-        then the values it lacks from the shared store (what they name is the caller's to
-        read)."""
-        found, named = self.local.get_many_following(keys, marker, size)
-        for key in keys:
-            if key not in found:
-                value = self._fetch(key)
-                if value is not None:
-                    found[key] = value
-        return found, named
-
     def insert(self, key: bytes, value: bytes, origin: str = LOCAL) -> InsertOutcome:
         """Writes locally, then to the shared store, and gives back the key's lease. The
         outcome is the local one."""

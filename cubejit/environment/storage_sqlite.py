@@ -59,15 +59,6 @@ used first) when its mark is older than this: a day's precision is all pruning n
 warm store is then written at most once a day per entry."""
 SELECT_VALUE = "SELECT value, used_at FROM entries WHERE namespace = ? AND key = ?"
 SELECT_VALUES = "SELECT key, value, used_at FROM entries WHERE namespace = ? AND key IN ({})"
-SELECT_FOLLOWING = (
-    "WITH r AS (SELECT key, value, used_at FROM entries WHERE namespace = ? AND key IN ({})) "
-    "SELECT 0, key, value, used_at FROM r UNION ALL "
-    "SELECT 1, key, value, used_at FROM entries WHERE namespace = ? AND key IN "
-    "(SELECT substr(value, instr(value, ?) + ?, ?) FROM r WHERE instr(value, ?) > 0)"
-)
-"""The entries under some keys (rows marked 0), then each entry their values name after a
-marker, once however many name it (rows marked 1: a pack that a batch's records share is read
-once, not once a record)."""
 _KEYS_PER_QUERY = 500
 """Keys bound in one ``IN (...)`` (SQLite allows at least 999 parameters)."""
 TOUCH_ENTRY = "UPDATE entries SET used_at = ? WHERE namespace = ? AND key = ?"
@@ -222,36 +213,6 @@ class SqliteStorage:
         if stale and not self._readonly:
             self._write_many(TOUCH_ENTRY, stale)
         return {bytes(k): bytes(v) for k, v, _ in rows}
-
-    def get_many_following(
-        self, namespace: str, keys: Collection[bytes], marker: bytes, size: int
-    ) -> tuple[dict[bytes, bytes], dict[bytes, bytes]]:
-        """:meth:`get_many`, and in the same query the entries that the values found name:
-        the ``size`` bytes after the first ``marker`` in a value, read as a key of the
-        namespace (a record naming the entry that holds its artifact). The second map holds
-        those found; a value that names none, or a missing one, adds nothing."""
-        wanted = list(keys)
-        rows: list[tuple[int, bytes, bytes, float]] = []
-        try:
-            for start in range(0, len(wanted), _KEYS_PER_QUERY):
-                part = wanted[start : start + _KEYS_PER_QUERY]
-                query = SELECT_FOLLOWING.format(", ".join("?" * len(part)))
-                parameters = (namespace, *part, namespace, marker, len(marker), size, marker)
-                rows += self._run(functools.partial(_fetch_all, query, parameters))
-        except (sqlite3.Error, StoreError) as e:
-            log.debug("cannot read %s: %s", self.path, e)
-            return {}, {}
-        found = {bytes(k): bytes(v) for named, k, v, _ in rows if not named}
-        named = {bytes(k): bytes(v) for named, k, v, _ in rows if named}
-        now = time.time()
-        stale = {
-            (now, namespace, bytes(k))
-            for _, k, _, used in rows
-            if used is not None and now - used > TOUCH_AFTER_S
-        }
-        if stale and not self._readonly:
-            self._write_many(TOUCH_ENTRY, sorted(stale))
-        return found, named
 
     def insert(
         self, namespace: str, key: bytes, value: bytes, origin: str = LOCAL

@@ -14,7 +14,6 @@ from collections.abc import Collection, Iterator
 
 from cubejit.environment.manager import ENVIRONMENTS
 from cubejit.environment.storage import LOCAL, InsertOutcome, Storage
-from cubejit.environment.storage_sqlite import SqliteStorage
 
 
 class Store:
@@ -35,20 +34,6 @@ class Store:
     def get_many(self, keys: Collection[bytes]) -> dict[bytes, bytes]:
         """The values under those of ``keys`` that hold one, read together."""
         return self.storage().get_many(self.namespace, keys) if keys else {}
-
-    def get_many_following(
-        self, keys: Collection[bytes], marker: bytes, size: int
-    ) -> tuple[dict[bytes, bytes], dict[bytes, bytes]]:
-        """:meth:`get_many`, and the entries its values name after ``marker`` (see
-        :meth:`~cubejit.environment.storage_sqlite.SqliteStorage.get_many_following`): one
-        query on an environment file; on other storages the second map is empty and the
-        caller reads what the values name itself."""
-        if not keys:
-            return {}, {}
-        storage = self.storage()
-        if isinstance(storage, SqliteStorage):
-            return storage.get_many_following(self.namespace, keys, marker, size)
-        return storage.get_many(self.namespace, keys), {}
 
     def insert(self, key: bytes, value: bytes, origin: str = LOCAL) -> InsertOutcome:
         """Writes ``value`` under ``key`` unless another value is there (the first writer

@@ -98,6 +98,8 @@ class ComptimeType:
 
     def convert(self, value: object) -> bool | int | float:
         """``value`` as this parameter's kind; raises ``TypeError`` saying what was expected."""
+        if type(value) is self.kind:
+            return value  # type: ignore[return-value]
         is_bool = isinstance(value, builtins.bool | np.bool_)
         if self.kind is builtins.bool and is_bool:
             return builtins.bool(value)

@@ -134,7 +134,7 @@ class KernelSpec:
                 ("types", self._types),
                 ("comptime", tuple(sorted(self.comptime.items()))),
             )
-            self._id = KernelId(self.name, info, self.cube_dim)
+            self._id = KernelId.of_canonical(self.name, info, self.cube_dim)
         return self._id
 
     def define(self, plane_dim: int | None = None) -> KernelIR:

@@ -18,6 +18,8 @@ from cubejit.errors import LaunchError, ValidationError
 def as_dims(value: object) -> tuple[int, int, int] | None:
     """``value`` (a positive int, numpy integers included, or a tuple or list of 1 to 3 of them)
     as ``(x, y, z)`` of Python ints; ``None`` when it is none of those."""
+    if type(value) is int and value >= 1:
+        return (value, 1, 1)
     items = value if isinstance(value, tuple | list) else (value,)
     if not 1 <= len(items) <= 3:
         return None

@@ -24,7 +24,7 @@ from cubejit.backends.cpu import CpuClient, CpuTarget, compiler_runs
 from cubejit.compile import add_record_sink, remove_record_sink
 from cubejit.environment.artifacts import ID_PREFIX, SOURCE_KEY, SOURCE_PREFIX
 from cubejit.environment.manager import ENVIRONMENTS
-from cubejit.environment.storage_sqlite import SELECT_FOLLOWING, SqliteStorage
+from cubejit.environment.storage_sqlite import SELECT_VALUES, SqliteStorage
 from cubejit.environment.value import decode, encode
 
 N = 333
@@ -156,13 +156,13 @@ def test_a_stored_artifact_that_decodes_but_cannot_be_loaded_is_dropped_and_comp
     assert len(dropped) == 1, "one warning, in the run that found it"
 
 
-def test_a_warm_batch_reads_its_records_and_their_one_copy_in_one_query(
+def test_a_warm_batch_reads_its_records_then_their_one_copy_in_two_queries(
     root: Path, outcomes: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     launch_all(CpuClient(target=CpuTarget()), range(KERNELS))
     ENVIRONMENTS.reset()
     reads: list[str] = []
-    for name in ("get", "get_many", "get_many_following"):
+    for name in ("get", "get_many"):
         real = getattr(SqliteStorage, name)
 
         def counted(*args: object, _real: Any = real, _name: str = name, **kw: object) -> Any:
@@ -174,10 +174,10 @@ def test_a_warm_batch_reads_its_records_and_their_one_copy_in_one_query(
     launch_all(CpuClient(target=CpuTarget()), range(KERNELS), cj.kernel(scaled.fn))
     assert compiler_runs.count == before
     assert outcomes[-KERNELS:] == ["loaded"] * KERNELS
-    assert reads == ["get_many_following"]
+    assert reads == ["get_many", "get_many"], "the records, then each entry they name, once"
 
 
-def test_a_warm_first_launch_reads_the_store_once(
+def test_a_warm_first_launch_reads_its_record_and_the_entry_it_names_only(
     root: Path, outcomes: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rng = np.random.default_rng(11)
@@ -203,7 +203,7 @@ def test_a_warm_first_launch_reads_the_store_once(
     result = first_launch()
     np.testing.assert_allclose(result, x * np.float32(3.0) - np.float32(1.0), rtol=1e-6)
     assert outcomes[-1] == "loaded"
-    assert queries == [SELECT_FOLLOWING.format("?")]
+    assert queries == [SELECT_VALUES.format("?")] * 2
 
 
 def test_ready_reads_runs_the_very_query_a_first_launch_runs_and_finds_nothing(
@@ -228,7 +228,9 @@ def test_ready_reads_runs_the_very_query_a_first_launch_runs_and_finds_nothing(
     assert answers == [0], "the look-up ran once and found no entry"
     launch_all(CpuClient(target=CpuTarget()), range(1), cj.kernel(scaled.fn))
     assert outcomes[-1] == "loaded"
-    assert statements[1:] == statements[:1], "the first launch ran the statement prepared"
+    assert statements[1:] == statements[:1] * 2, (
+        "the first launch ran the statement prepared, for its record and the entry it names"
+    )
     assert answers[1] >= 1
 
 

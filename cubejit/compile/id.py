@@ -32,6 +32,11 @@ kept, since ``1``, ``True`` and ``1.0`` compare equal and encode apart. Kernels 
 differing in their comptime values share the encoding of their source and types."""
 
 
+_SMALL_INTS = [
+    b"I" + _LENGTH.pack(len(text)) + text for text in (str(n).encode() for n in range(1025))
+]
+"""The encodings of the ints 0 to 1024 (comptime values, sizes, dims), made once."""
+
 _ATOMS = frozenset((str, int, float, bool, bytes, type(None)))
 """The types a canonical value holds as they are (exactly these: a subclass is looked at)."""
 
@@ -96,8 +101,11 @@ def _encode(value: Any) -> tuple[bytes, bool]:
                 data = item.encode("utf-8")
                 chunks.append(b"S" + _LENGTH.pack(len(data)) + data)
             elif kind is int:
-                text = str(item).encode()
-                chunks.append(b"I" + _LENGTH.pack(len(text)) + text)
+                if 0 <= item <= 1024:
+                    chunks.append(_SMALL_INTS[item])
+                else:
+                    text = str(item).encode()
+                    chunks.append(b"I" + _LENGTH.pack(len(text)) + text)
                 plain = False
             else:
                 encoded, item_plain = _encode(item)
@@ -189,19 +197,6 @@ class KernelId:
         object.__setattr__(self, "_hash", hash((self.name, self.info, self.cube_dim)))
         object.__setattr__(self, "_stable", None)
 
-    @classmethod
-    def of_canonical(cls, name: str, info: Any, cube_dim: tuple[int, int, int]) -> KernelId:
-        """The id of parts canonical already (``info`` as :func:`canonical` gives it, three
-        positive ints of ``cube_dim``), built without walking them again: the kernel
-        language's own ids, one per specialisation a warm process prepares."""
-        id = object.__new__(cls)
-        object.__setattr__(id, "name", name)
-        object.__setattr__(id, "info", info)
-        object.__setattr__(id, "cube_dim", cube_dim)
-        object.__setattr__(id, "_hash", hash((name, info, cube_dim)))
-        object.__setattr__(id, "_stable", None)
-        return id
-
     def __hash__(self) -> int:
         return self._hash
 
@@ -217,6 +212,54 @@ class KernelId:
     def __str__(self) -> str:
         x, y, z = self.cube_dim
         return f"{self.name}[{x}x{y}x{z}]#{self.stable_hash()[:12]}"
+
+
+class KernelIdStem:
+    """What the ids of one kernel's specs share, the name and the leading parts of ``info``,
+    encoded once: :meth:`id` encodes only the rest. A warm process makes an id for every spec it
+    prepares, and encoding the whole of each was most of the time its ids took.
+
+    ``head`` must be canonical (as :func:`canonical` gives it), and so must the ``tail`` and
+    ``cube_dim`` (three positive ints) given to :meth:`id`: the id is made of them as they are.
+    """
+
+    __slots__ = ("_dims", "_prefix", "head", "name", "size")
+
+    def __init__(self, name: str, head: tuple[Any, ...], size: int) -> None:
+        self.name = name
+        self.head = head
+        self.size = size
+        """How many parts ``info`` has, head and tail."""
+        self._prefix = (
+            b"L"
+            + _LENGTH.pack(4)
+            + encode("KernelId")
+            + encode(name)
+            + b"L"
+            + _LENGTH.pack(size)
+            + b"".join([encode(part) for part in head])
+        )
+        self._dims: dict[tuple[int, int, int], bytes] = {}
+
+    def id(self, tail: tuple[Any, ...], cube_dim: tuple[int, int, int]) -> KernelId:
+        """The id of ``info`` = head + ``tail``: equal to ``KernelId(name, info, cube_dim)``,
+        stable hash included (computed here, byte for byte as :meth:`KernelId.stable_hash`
+        would)."""
+        import hashlib
+
+        assert len(self.head) + len(tail) == self.size
+        info = self.head + tail
+        dims = self._dims.get(cube_dim)
+        if dims is None:
+            dims = self._dims[cube_dim] = encode(cube_dim)
+        encoded = self._prefix + b"".join([encode(part) for part in tail]) + dims
+        id = object.__new__(KernelId)
+        object.__setattr__(id, "name", self.name)
+        object.__setattr__(id, "info", info)
+        object.__setattr__(id, "cube_dim", cube_dim)
+        object.__setattr__(id, "_hash", hash((self.name, info, cube_dim)))
+        object.__setattr__(id, "_stable", hashlib.sha256(encoded).hexdigest())
+        return id
 
 
 @dataclass(frozen=True, slots=True)

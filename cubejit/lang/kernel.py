@@ -23,7 +23,7 @@ from cubejit.lang.annotations import ComptimeType, ParamAnnotation
 from cubejit.lang.declaration import declared_signature, qualified_name, remember_enclosing
 
 if TYPE_CHECKING:
-    from cubejit.compile.id import KernelId
+    from cubejit.compile.id import KernelId, KernelIdStem
     from cubejit.ir.nodes import KernelIR, Param
     from cubejit.lang.identity import Reading
     from cubejit.lang.source import PySource
@@ -38,7 +38,7 @@ class Layout:
     specialised signature, the launch parameters and their types as an id spells them. Made
     once per kernel and layout, not per spec."""
 
-    __slots__ = ("params", "signature", "types")
+    __slots__ = ("_stem", "kernel", "params", "signature", "types")
 
     def __init__(self, kernel: Kernel, ranks: dict[str, int], lines: dict[str, int]) -> None:
         from cubejit.ir.nodes import Param
@@ -50,6 +50,18 @@ class Layout:
             Param(n, t) for n, t in self.signature if isinstance(t, Scalar | ArrayType | TensorType)
         )
         self.types = tuple((p.name, str(p.type)) for p in self.params)
+        self.kernel = kernel
+        self._stem: KernelIdStem | None = None
+
+    def stem(self) -> KernelIdStem:
+        """What the ids of these specs share: the kernel's name, source and types (the source
+        read when the first id is asked for)."""
+        if self._stem is None:
+            from cubejit.compile.id import KernelIdStem
+
+            head = (("source", self.kernel.source_digest()), ("types", self.types))
+            self._stem = KernelIdStem(self.kernel.name, head, 3)
+        return self._stem
 
 
 def _specialised(
@@ -73,8 +85,8 @@ class KernelSpec:
     __slots__ = (
         "_id",
         "_ir",
+        "_layout",
         "_lock",
-        "_types",
         "comptime",
         "cube_dim",
         "kernel",
@@ -105,7 +117,7 @@ class KernelSpec:
         self.signature: list[tuple[str, ParamAnnotation]] = layout.signature
         """Shared by the specs of one kernel with these ranks and line sizes: never changed."""
         self.params: tuple[Param, ...] = layout.params
-        self._types = layout.types
+        self._layout = layout
         self.cube_dim = cube_dim
         self.comptime = comptime
         self._id: KernelId | None = None
@@ -127,14 +139,8 @@ class KernelSpec:
         """Name, a hash of the source (and every ``@cj.function`` reached), the argument
         types, the comptime values and ``cube_dim``: equal in every process for equal code."""
         if self._id is None:
-            from cubejit.compile.id import KernelId
-
-            info = (
-                ("source", self.kernel.source_digest()),
-                ("types", self._types),
-                ("comptime", tuple(sorted(self.comptime.items()))),
-            )
-            self._id = KernelId.of_canonical(self.name, info, self.cube_dim)
+            comptime = ("comptime", tuple(sorted(self.comptime.items())))
+            self._id = self._layout.stem().id((comptime,), self.cube_dim)
         return self._id
 
     def define(self, plane_dim: int | None = None) -> KernelIR:
@@ -392,10 +398,13 @@ class Kernel:
         self, cube_dim: Any, comptime: dict[str, Any], key: Any = None
     ) -> KernelSpec:
         dims = _cube_dim(cube_dim)
-        comptime = dict(comptime)
-        lines = self._lines(comptime.pop(LINE_SIZES_KEYWORD, None))
-        ranks = self._ranks(comptime)
-        values = self._comptime_values({k: v for k, v in comptime.items() if k not in ranks})
+        if self.free_ranks or self.free_lines or LINE_SIZES_KEYWORD in comptime:
+            comptime = dict(comptime)
+            lines = self._lines(comptime.pop(LINE_SIZES_KEYWORD, None))
+            ranks = self._ranks(comptime)
+            values = self._comptime_values({k: v for k, v in comptime.items() if k not in ranks})
+        else:
+            lines, ranks, values = {}, {}, self._comptime_values(comptime)
         canonical = (
             "spec",
             dims,

@@ -59,3 +59,14 @@ def test_kernels_differing_in_comptime_encode_their_shared_parts_once(
     assert types not in encoded
     assert len(encoded) < first_count / 2
     assert ArtifactId(kernel(2), None).stable_hash() == ArtifactId(kernel(2), None).stable_hash()
+
+
+@pytest.mark.parametrize("comptime", [(("k", 1),), (("k", 1.0),), (("k", True),), ()])
+def test_an_id_made_from_a_stem_is_the_id_made_whole(comptime: tuple[Any, ...]) -> None:
+    head = (("source", "f" * 64), ("types", (("x", "Array[f32]"), ("n", "u32"))))
+    stem = ids.KernelIdStem("saxpy", head, 3)
+    made = stem.id((("comptime", comptime),), (256, 1, 1))
+    whole = KernelId("saxpy", (*head, ("comptime", comptime)), 256)
+    assert made == whole and hash(made) == hash(whole)
+    assert made.stable_hash() == whole.stable_hash()
+    assert str(made) == str(whole)

@@ -27,6 +27,7 @@ from cubejit.compile.recording import (
     publish,
 )
 from cubejit.compile.workers import Workers, timed
+from cubejit.errors import CompilationError
 
 V = TypeVar("V")
 A = TypeVar("A")
@@ -209,14 +210,22 @@ class Batch(Generic[V, A, L]):
 
     def _link(self) -> None:
         """Joins the parts finalized so far, then loads and stores each as if it had just been
-        finalized (the kernels waiting on its source with it)."""
+        finalized (the kernels waiting on its source with it). Parts that do not link together
+        are linked each alone: one that fails then fails only its own kernels."""
         assert self.linker is not None
         parts, self.parts = self.parts, []
         began = time.perf_counter()
+        linked: list[A | BaseException]
         try:
-            linked = self.linker.link([(trip.id, part) for trip, part in parts])
+            linked = list(self.linker.link([(trip.id, part) for trip, part in parts]))
         except Exception as e:
-            linked = [e] * len(parts)
+            if len(parts) == 1:
+                linked = [_naming(parts[0][0].id, e)]
+            else:
+                self.logger.debug(
+                    "%d kernels do not link together, so each alone: %s", len(parts), e
+                )
+                linked = [self._link_alone(trip, part) for trip, part in parts]
         self.logger.logger.debug(
             "linked %d kernels in %.1f ms", len(parts), 1e3 * (time.perf_counter() - began)
         )
@@ -225,6 +234,14 @@ class Batch(Generic[V, A, L]):
                 self._handle(_Done.FINALIZE_FAILED, trip, artifact)
             else:
                 self._finalized(trip, artifact)
+
+    def _link_alone(self, trip: Trip[V], part: A) -> A | BaseException:
+        assert self.linker is not None
+        try:
+            [artifact] = self.linker.link([(trip.id, part)])
+        except Exception as e:
+            return _naming(trip.id, e)
+        return artifact
 
     def _submit(
         self, priority: int, job: Callable[[Trip[V]], tuple[_Done, Trip[V], Any]], trip: Trip[V]
@@ -366,6 +383,16 @@ class Batch(Generic[V, A, L]):
         self.logger.batch(record)
         if self.publishing:
             publish(record)
+
+
+def _naming(id: ArtifactId[Any], error: Exception) -> Exception:
+    """``error``, a CompilationError naming no kernel made to name ``id``'s."""
+    if isinstance(error, CompilationError) and error.kernel is None:
+        name = id.kernel.name
+        return CompilationError(
+            f"kernel {name}: {error}", kernel=name, log=error.log, source=error.source
+        )
+    return error
 
 
 class _Missing:

@@ -96,12 +96,11 @@ class LinkingCompiler(Protocol[Variant, LoweredIn, Artifact]):
         ``finalize`` does."""
         ...
 
-    def link(
-        self, parts: Sequence[tuple[ArtifactId[Variant], Artifact]]
-    ) -> list[Artifact | BaseException]:
-        """The loadable artifacts of ``parts``, in their order, several sharing one library
-        where they can. A part that cannot be linked has its error in its place, the others
-        are linked without it."""
+    def link(self, parts: Sequence[tuple[ArtifactId[Variant], Artifact]]) -> list[Artifact]:
+        """The loadable artifacts of ``parts``, in their order, sharing one library where
+        several can (one part: a library of its own). Raises when they do not link together:
+        the batch then links each part alone, so that a part that fails fails only its own
+        kernels."""
         ...
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from cubejit.compile.id import ArtifactId, KernelId
 from cubejit.compile.protocols import CompilationTarget
+from cubejit.errors import CompilationError
 
 
 @dataclass(eq=False)
@@ -102,18 +103,14 @@ class LinkingFakeCompiler(FakeCompiler):
     def finalize_part(self, id: ArtifactId[Any], lowered: Lowered) -> Artifact:
         return self.finalize(id, lowered)
 
-    def link(
-        self, parts: Sequence[tuple[ArtifactId[Any], Artifact]]
-    ) -> list[Artifact | BaseException]:
+    def link(self, parts: Sequence[tuple[ArtifactId[Any], Artifact]]) -> list[Artifact]:
         names = [id.kernel.name for id, _ in parts]
         self.links.append((names, threading.current_thread().name))
+        for _, part in parts:
+            if part.finalized_for in self.unlinkable:
+                raise CompilationError(f"{part.finalized_for} does not link")
         together = "+".join(names)
-        return [
-            RuntimeError(f"{part.finalized_for} does not link")
-            if part.finalized_for in self.unlinkable
-            else Artifact(part.source, f"{part.finalized_for} in {together}")
-            for _, part in parts
-        ]
+        return [Artifact(part.source, f"{part.finalized_for} in {together}") for _, part in parts]
 
 
 @dataclass

@@ -45,21 +45,28 @@ def test_a_batch_links_its_parts_once_on_the_calling_thread_then_loads_and_store
     assert outcomes == {"a": "compiled", "b": "compiled", "c": "compiled", "d": "rekeyed"}
 
 
-def test_a_part_that_does_not_link_fails_its_kernels_and_the_others_load(
+def test_parts_that_do_not_link_together_are_linked_alone_and_one_that_fails_fails_alone(
     linking: FakeTarget,
 ) -> None:
     compiler = linking.fake_compiler
     assert isinstance(compiler, LinkingFakeCompiler)
     compiler.unlinkable = {"b"}
-    a, b = FakeKernel("a", source="one"), FakeKernel("b", source="two")
-    same_as_b = FakeKernel("c", source="two")
-    loader = compiled(linking, [a, b, same_as_b])
+    a, b, c = (FakeKernel(name, source=f"text of {name}") for name in "abc")
+    same_as_b = FakeKernel("d", source="text of b")
+    loader = compiled(linking, [a, b, c, same_as_b])
 
-    assert loader.get(a.artifact_id()) is not None
+    together, *alone = [sorted(names) for names, _ in compiler.links]
+    assert together == ["a", "b", "c"] and sorted(alone) == [["a"], ["b"], ["c"]]
+    for kernel in (a, c):
+        name = kernel.name
+        assert loader.get(kernel.artifact_id()).artifact == Artifact(
+            kernel.source, f"{name} in {name}"
+        )
     for kernel in (b, same_as_b):
-        with pytest.raises(RuntimeError, match="b does not link"):
+        with pytest.raises(CompilationError, match="kernel b: b does not link") as raised:
             loader.load(kernel, kernel.artifact_id(), ServerLogger())
-    assert set(linking.by_id) == {a.artifact_id()}
+        assert raised.value.kernel == "b"
+    assert set(linking.by_id) == {a.artifact_id(), c.artifact_id()}
 
 
 def test_a_batch_compiling_one_kernel_finalizes_it_whole_and_links_nothing(

@@ -166,30 +166,17 @@ class CpuCompiler:
         part = CpuPart(compiled, link_libraries(lowered.source))
         return CpuArtifact(b"", entry, lowered.layout, part=part)
 
-    def link(
-        self, parts: Sequence[tuple[ArtifactId[int], CpuArtifact]]
-    ) -> list[CpuArtifact | BaseException]:
+    def link(self, parts: Sequence[tuple[ArtifactId[int], CpuArtifact]]) -> list[CpuArtifact]:
         """Links the object files of ``parts`` into one library, a pack, that each artifact
         holds (linked in the order of their entries, so that processes compiling one batch
-        link the same bytes); a single part into a library of its own. When the pack cannot
-        be linked, each part is linked alone, and a part that cannot be is a CompilationError
-        in its place."""
-        if len(parts) > 1:
-            try:
-                library = self._link(sorted((a for _, a in parts), key=lambda a: a.entry))
-            except CompilationError:
-                pass
-            else:
-                digest = hashlib.sha256(library).hexdigest()
-                return [_linked(artifact, library, digest) for _, artifact in parts]
-        linked: list[CpuArtifact | BaseException] = []
-        for id, artifact in parts:
-            try:
-                linked.append(_linked(artifact, self._link([artifact]), None))
-            except CompilationError as e:
-                name = id.kernel.name
-                linked.append(CompilationError(f"kernel {name}: {e}", kernel=name, log=e.log))
-        return linked
+        link the same bytes); a single part into a library of its own. CompilationError when
+        the C compiler does not link them."""
+        if len(parts) == 1:
+            artifact = parts[0][1]
+            return [_linked(artifact, self._link([artifact]), None)]
+        library = self._link(sorted((a for _, a in parts), key=lambda a: a.entry))
+        digest = hashlib.sha256(library).hexdigest()
+        return [_linked(artifact, library, digest) for _, artifact in parts]
 
     def _compile(
         self, lowered: CpuLowered, output: str, flags: tuple[str, ...], libraries: tuple[str, ...]

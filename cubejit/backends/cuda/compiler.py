@@ -21,7 +21,7 @@ from cubejit.backends.cuda.capabilities import cuda_capabilities
 from cubejit.backends.cuda.coarsening import FACTOR, NO_ALIAS, coarsen
 from cubejit.backends.cuda.driver import ARCHITECTURAL_LIMITS, CudaLimits
 from cubejit.compile.id import ArtifactId
-from cubejit.errors import BackendUnavailableError, CompilationError, UnsupportedError
+from cubejit.errors import BackendUnavailableError, UnsupportedError
 from cubejit.ir.bounds import checked
 from cubejit.ir.types import TensorType
 from cubejit.runtime.checking import split_variant
@@ -209,36 +209,21 @@ class LinkingCudaCompiler(CudaCompiler):
             relocatable=True,
         )
 
-    def link(
-        self, parts: Sequence[tuple[ArtifactId[Any], CudaArtifact]]
-    ) -> list[CudaArtifact | BaseException]:
+    def link(self, parts: Sequence[tuple[ArtifactId[Any], CudaArtifact]]) -> list[CudaArtifact]:
         """The relocatable parts linked into one cubin that each artifact holds (in the order
-        of their entries), a single one into a cubin of its own; when the pack does not link,
-        each is linked alone, and one that cannot be is a CompilationError in its place. A
-        whole cubin passes as it is."""
+        of their entries), a single one into a cubin of its own; a whole cubin passes as it
+        is. CompilationError when the driver does not link them."""
         relocatable = sorted((a for _, a in parts if a.relocatable), key=lambda a: a.entry)
-        linked: dict[str, CudaArtifact | BaseException] = {}
-        if len(relocatable) > 1:
-            try:
-                cubin = self._link_cubins([a.cubin for a in relocatable])
-            except CompilationError:
-                pass
-            else:
-                pack = hashlib.sha256(cubin).hexdigest()
-                linked = {
-                    a.entry: replace(a, cubin=cubin, pack=pack, relocatable=False)
-                    for a in relocatable
-                }
-        for id, artifact in parts:
-            if artifact.relocatable and artifact.entry not in linked:
-                try:
-                    cubin = self._link_cubins([artifact.cubin])
-                    linked[artifact.entry] = replace(artifact, cubin=cubin, relocatable=False)
-                except CompilationError as e:
-                    name = id.kernel.name
-                    linked[artifact.entry] = CompilationError(
-                        f"kernel {name}: {e}", kernel=name, log=e.log
-                    )
+        linked: dict[str, CudaArtifact] = {}
+        if len(relocatable) == 1:
+            [artifact] = relocatable
+            cubin = self._link_cubins([artifact.cubin])
+            linked[artifact.entry] = replace(artifact, cubin=cubin, relocatable=False)
+        elif relocatable:
+            cubin = self._link_cubins([a.cubin for a in relocatable])
+            pack = hashlib.sha256(cubin).hexdigest()
+            for a in relocatable:
+                linked[a.entry] = replace(a, cubin=cubin, pack=pack, relocatable=False)
         return [linked[a.entry] if a.relocatable else a for _, a in parts]
 
 

@@ -1,10 +1,12 @@
 """The CUDA kernels a batch compiles share one cubin: relocatable parts linked by the driver,
 stored once, loaded as one module. The parts' compile and the link's grouping run wherever
 NVRTC is (the grouping with a stand-in for the driver's linker, which needs a GPU); the link,
-the store and the loads on a GPU."""
+the store and the loads on a GPU. What a batch does when parts do not link together is the
+loader's (``tests/compile/test_loader_links.py``)."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -68,27 +70,35 @@ def test_a_checked_variant_is_compiled_whole_and_passes_the_link_as_it_is() -> N
 
 
 @pytest.mark.cuda_packages
-def test_parts_that_do_not_link_together_are_linked_alone_and_one_that_cannot_fails_alone() -> None:
+def test_parts_link_into_one_pack_a_single_part_alone_and_a_refused_link_raises() -> None:
     links: list[int] = []
     compiler = LinkingCudaCompiler("sm_90", ARCHITECTURAL_LIMITS, unlinked)
     parts = [part(compiler, k) for k in (1, 2, 3)]
-    bad = parts[1].cubin
+    checked = part(compiler, 1, checked_variant(NO_ALIAS))
+    refused = parts[1].cubin
 
     def link(cubins: list[bytes]) -> bytes:
         links.append(len(cubins))
-        if len(cubins) > 1 or cubins[0] == bad:
+        if refused in cubins:
             raise CompilationError("the linker refused it")
-        return b"linked " + cubins[0][:8]
+        return b"linked " + b"+".join(c[:8] for c in cubins)
 
     linking = LinkingCudaCompiler("sm_90", ARCHITECTURAL_LIMITS, link)
     ids = [ArtifactId(shifted.specialize(CUBE, k=k).id(), NO_ALIAS) for k in (1, 2, 3)]
-    first, failed, third = linking.link(list(zip(ids, parts, strict=True)))
-    assert links == [3, 1, 1, 1]
-    assert isinstance(failed, CompilationError) and "the linker refused it" in str(failed)
-    for linked, original in ((first, parts[0]), (third, parts[2])):
-        assert isinstance(linked, CudaArtifact)
-        assert linked.cubin == b"linked " + original.cubin[:8] and linked.pack is None
-        assert not linked.relocatable and linked.entry == original.entry
+    checked_id = ArtifactId(ids[0].kernel, checked_variant(NO_ALIAS))
+    first, third, whole = linking.link(
+        [(ids[0], parts[0]), (ids[2], parts[2]), (checked_id, checked)]
+    )
+    assert links == [2] and whole is checked
+    assert first.cubin == third.cubin and first.cubin.startswith(b"linked ")
+    assert first.pack == third.pack == hashlib.sha256(first.cubin).hexdigest()
+    assert [a.entry for a in (first, third)] == [parts[0].entry, parts[2].entry]
+    assert not first.relocatable and not third.relocatable
+
+    [alone] = linking.link([(ids[0], parts[0])])
+    assert alone.cubin == b"linked " + parts[0].cubin[:8] and alone.pack is None
+    with pytest.raises(CompilationError, match="the linker refused it"):
+        linking.link(list(zip(ids, parts, strict=True)))
 
 
 @pytest.mark.gpu

@@ -70,6 +70,9 @@ def _ready_store() -> None:
     ready_reads()
 
 
+FIRST_LAUNCH = ("cubejit.lang.identity",)
+"""What a first launch needs that creating a client does not: reading a kernel's identity."""
+
 COMPILING = (
     "cubejit.lang.frontend",
     "cubejit.ir.validate",
@@ -80,11 +83,12 @@ COMPILING = (
 
 
 def _import_while_opening(device: int) -> None:
-    """Imports the :data:`COMPILING` modules one by one while the driver is still opening
-    ``device``, and no more once it is done: a client that would wait for the device anyway
-    then has them at no cost for its first compile, and a warm process whose device opened
-    quickly never imports them (NVRTC is never loaded here: only a compile loads it)."""
-    for name in COMPILING:
+    """Imports the :data:`FIRST_LAUNCH` modules, then the :data:`COMPILING` ones, one by one
+    while the driver is still opening ``device``, and no more once it is done: a client that
+    would wait for the device anyway then has them at no cost for its first launch and its
+    first compile, and a warm process whose device opened quickly never imports the compiling
+    ones (NVRTC is never loaded here: only a compile loads it)."""
+    for name in (*FIRST_LAUNCH, *COMPILING):
         if not cuda_opening.under_way(device):
             return
         importlib.import_module(name)

@@ -178,13 +178,14 @@ def test_creating_a_cuda_client_imports_neither_nvrtc_nor_the_lowering_to_cpp(
 
 
 @pytest.mark.cuda_packages
-def test_a_client_waiting_for_its_device_imports_the_lowering_meanwhile_but_never_nvrtc(
+def test_a_client_waiting_for_its_device_imports_identity_and_lowering_meanwhile_not_nvrtc(
     tmp_path: Path,
 ) -> None:
     found = create_client(tmp_path, "slow")
     assert found["repr"] == "CudaClient(device=0, Fake H200, sm_90a)"
     assert "cuDevicePrimaryCtxRetain" not in found["calls"], "the device was opened ahead"
     imported = set(found["imported"])
+    assert "cubejit.lang.identity" in imported, "what a first launch reads, imported first"
     assert [m for m in COMPILING if m not in imported] == []
     assert [m for m in NOT_FOR_A_CLIENT if m in imported and m not in COMPILING] == []
 

@@ -151,9 +151,9 @@ def stable_digest(*parts: Any) -> str:
     return hashlib.sha256(encode(canonical(parts))).hexdigest()
 
 
-def _canonical_digest(*parts: Any) -> str:
-    """:func:`stable_digest` of parts already canonical (an id's own fields): the same digest,
-    without walking them a second time."""
+def canonical_digest(*parts: Any) -> str:
+    """:func:`stable_digest` of parts canonical already (an id's own fields, text and names
+    made of strings): the same digest, without walking them first."""
     import hashlib
 
     return hashlib.sha256(encode(parts)).hexdigest()
@@ -205,7 +205,7 @@ class KernelId:
         since a warm start asks for it several times per kernel (record, store key)."""
         stable = self._stable
         if stable is None:
-            stable = _canonical_digest("KernelId", self.name, self.info, self.cube_dim)
+            stable = canonical_digest("KernelId", self.name, self.info, self.cube_dim)
             object.__setattr__(self, "_stable", stable)
         return stable
 
@@ -286,7 +286,7 @@ class ArtifactId(Generic[V]):
         """A hex digest of kernel and variant, the same in every process; computed once."""
         stable = self._stable
         if stable is None:
-            stable = _canonical_digest(
+            stable = canonical_digest(
                 "ArtifactId", self.kernel.stable_hash(), canonical(self.variant)
             )
             object.__setattr__(self, "_stable", stable)

@@ -36,7 +36,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from cubejit.compile.id import ArtifactId, stable_digest
+from cubejit.compile.id import ArtifactId, canonical_digest
 from cubejit.compile.protocols import Flight
 from cubejit.environment import fleet
 from cubejit.environment.build import build_id, version
@@ -143,7 +143,7 @@ class ArtifactStore:
             self._keys_build = build
         key = self._keys.get(id)
         if key is None:
-            key = ID_PREFIX + stable_digest("artifact", id.stable_hash(), build).encode()
+            key = ID_PREFIX + canonical_digest("artifact", id.stable_hash(), build).encode()
             self._keys[id] = key
         return key
 

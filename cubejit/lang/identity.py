@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cubejit.compile.id import stable_digest
+from cubejit.compile.id import canonical_digest
 from cubejit.ir.types import ArrayType, Scalar, TensorType
 from cubejit.lang.annotations import ComptimeType
 from cubejit.lang.declaration import MISSING, lookup
@@ -144,6 +144,7 @@ def _part(reading: Reading) -> tuple[str, tuple[tuple[str, Any], ...]]:
 
 
 def source_digest(reading: Reading) -> str:
-    """A hash of the kernel's text and free names, and of every reached function's."""
+    """A hash of the kernel's text and free names, and of every reached function's (made of
+    strings and plain values only, so hashed as they are)."""
     functions = tuple(sorted((_part(f.reading) for f in reached_functions(reading)), key=repr))
-    return stable_digest("kernel source", _part(reading), functions)
+    return canonical_digest("kernel source", _part(reading), functions)

@@ -187,6 +187,24 @@ class ArtifactStore:
                     self._dangling(key, source_key)
         return found
 
+    def own_many(self, ids: Sequence[ArtifactId[V]]) -> dict[ArtifactId[V], bytes]:
+        """The bytes of its own (``store``'s ``own``) kept beside a pack for each of ``ids``
+        that has them: its record, then the entry of its source. Two queries, for what a warm
+        load never needs (a CUDA kernel's PTX, for a GPU newer than the pack's)."""
+        keys = {self.key(id): id for id in ids}
+        by_source: dict[bytes, list[ArtifactId[V]]] = {}
+        for key, value in self._store.get_many(list(keys)).items():
+            decoded = self._decoded(key, value)
+            sha = None if decoded is None else decoded[1].get("source_sha256")
+            if isinstance(sha, str):
+                by_source.setdefault(SOURCE_PREFIX + sha.encode("ascii"), []).append(keys[key])
+        found: dict[ArtifactId[V], bytes] = {}
+        for key, value in self._store.get_many(list(by_source)).items():
+            decoded = self._decoded(key, value)
+            if decoded is not None and decoded[0] and isinstance(decoded[1].get(SOURCE_KEY), str):
+                found.update(dict.fromkeys(by_source[key], decoded[0]))
+        return found
+
     def _dangling(self, key: bytes, named: bytes) -> None:
         """Purges the record ``key``, which names the missing entry ``named``: its kernel
         compiles again, and the record its store writes takes the place of this one."""
@@ -279,15 +297,18 @@ class ArtifactStore:
         ingredients: dict[str, Any] | None = None,
         compress: bool = True,
         pack: str | None = None,
+        own: bytes = b"",
     ) -> bool:
         """Keeps ``payload`` and ``metadata`` (JSON values: tuples come back as lists) under
         ``source`` when given, with a record of ``id`` naming it beside the key's
         ``ingredients``; under ``id`` itself otherwise. ``pack``, the SHA-256 of a payload
         that other kernels share, keeps the payload once under that name, the first time this
         process stores it, and the record and the source's entry hold ``metadata`` and name
-        the pack. The payload is compressed when that shrinks it, unless not ``compress`` (a
-        backend that compressed it in parts). Whether the entry under ``id`` now holds this
-        value; a refused write is routine (logged at DEBUG)."""
+        the pack; ``own``, bytes of this kernel alone that the pack does not hold (a CUDA
+        kernel's PTX), is kept in the source's entry, read only by :meth:`own_many`. The
+        payload is compressed when that shrinks it, unless not ``compress`` (a backend that
+        compressed it in parts). Whether the entry under ``id`` now holds this value; a refused
+        write is routine (logged at DEBUG)."""
         source_sha = None if source is None else hashlib.sha256(source.encode()).hexdigest()
         named = {
             **key_parts(id),
@@ -309,7 +330,7 @@ class ArtifactStore:
                 return False
             named_pack = {**content, SOURCE_KEY: held}
             by_source = self.source_key(source)
-            self._refused(by_source, self._store.insert(by_source, encode(b"", named_pack)))
+            self._refused(by_source, self._store.insert(by_source, encode(own, named_pack)))
             record = encode(b"", {**header, **named_pack})
         elif source is None:
             record = encode(payload, {**header, **content}, compress)

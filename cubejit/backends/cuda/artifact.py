@@ -67,7 +67,8 @@ class CudaArtifact:
     :meth:`ptx_text`)."""
     pack: str | None = None
     """The SHA-256 of :attr:`cubin` when it holds the other kernels of its batch too (a pack,
-    linked by the driver): the module is loaded once for all of them. A pack keeps no PTX."""
+    linked by the driver): the module is loaded once for all of them. Each kernel's PTX is
+    kept apart, beside its source, for a GPU newer than the pack's."""
     relocatable: bool = False
     """Whether :attr:`cubin` is relocatable code that only linking makes loadable (a part of
     a pack, before the link)."""

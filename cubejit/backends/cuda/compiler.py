@@ -194,11 +194,11 @@ class LinkingCudaCompiler(CudaCompiler):
 
     def finalize_part(self, id: ArtifactId[Any], lowered: CudaLowered) -> CudaArtifact:
         """Compiles ``lowered`` into relocatable code for :meth:`link` (a checked variant into a
-        whole cubin)."""
+        whole cubin), with its PTX, which the link leaves to the kernel alone."""
         if split_variant(id.variant)[0]:
             return self.finalize(id, lowered)
         entry = f"{ENTRY_POINT}_{hashlib.sha256(lowered.source.encode()).hexdigest()[:16]}"
-        cubin, _ = self._compiled(lowered, ("-rdc=true", f"-D{ENTRY_POINT}={entry}"))
+        cubin, ptx = self._compiled(lowered, ("-rdc=true", f"-D{ENTRY_POINT}={entry}"))
         return CudaArtifact(
             cubin,
             entry,
@@ -206,6 +206,7 @@ class LinkingCudaCompiler(CudaCompiler):
             lowered.params,
             lowered.coarsening,
             lowered.dynamic_shared,
+            ptx=ptx,
             relocatable=True,
         )
 

@@ -15,7 +15,8 @@ process loads that. NVRTC does not run.
 
 The kernels one batch compiled on a GPU share one cubin, a pack, that the driver linked from
 their relocatable parts (:class:`~cubejit.backends.cuda.compiler.LinkingCudaCompiler`): stored
-once, with no PTX, and loaded as one module for all of them.
+once and loaded as one module for all of them. Each kernel's own PTX is kept in its source's
+entry, which a warm load never reads: only a newer GPU asks for it.
 
 A loaded module stays loaded as long as the target lives, which is as long as its client: a
 stream may still run a kernel of it, and a kernel the loader dropped after an environment switch
@@ -197,19 +198,24 @@ class CudaTarget(CompilationTarget[Variant, CudaArtifact, CudaKernelHandle]):
         self, ids: Sequence[ArtifactId[Variant]]
     ) -> dict[ArtifactId[Variant], CudaArtifact]:
         """For kernels this GPU's namespace lacks: the portable PTX stored for the newest
-        older architecture, as artifacts without a cubin (the driver compiles them at load)."""
+        older architecture, as artifacts without a cubin (the driver compiles them at load).
+        A kernel of a pack has its PTX apart, beside its source (read only here)."""
         found: dict[ArtifactId[Variant], CudaArtifact] = {}
         for found_print in self._older_fingerprints():
             wanted = [id for id in ids if id not in found]
             if not wanted:
                 break
-            for id, (payload, metadata) in (
-                ArtifactStore("cuda", found_print).stored_many(wanted).items()
-            ):
+            older = ArtifactStore("cuda", found_print)
+            artifacts = {}
+            for id, (payload, metadata) in older.stored_many(wanted).items():
                 try:
-                    artifact = unpacked(payload, metadata)
+                    artifacts[id] = unpacked(payload, metadata)
                 except (ValueError, KeyError, TypeError):
                     continue
+            packed_apart = [i for i, a in artifacts.items() if a.pack and a.arch[-1:].isdigit()]
+            for id, ptx in (older.own_many(packed_apart) if packed_apart else {}).items():
+                artifacts[id] = replace(artifacts[id], ptx=ptx, pack=None)
+            for id, artifact in artifacts.items():
                 if artifact.portable_ptx():
                     found[id] = replace(artifact, cubin=b"")
         return found
@@ -321,7 +327,13 @@ class CudaTarget(CompilationTarget[Variant, CudaArtifact, CudaKernelHandle]):
         if artifact.pack is not None:
             metadata = artifact.metadata()
             return self._store.store(
-                id, artifact.cubin, metadata, source, ingredients, pack=artifact.pack
+                id,
+                artifact.cubin,
+                metadata,
+                source,
+                ingredients,
+                pack=artifact.pack,
+                own=artifact.ptx_text(),
             )
         payload, metadata = packed(artifact)
         return self._store.store(id, payload, metadata, source, ingredients, compress=False)

@@ -6,7 +6,10 @@ loader's (``tests/compile/test_loader_links.py``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +17,14 @@ import numpy as np
 import pytest
 
 import cubejit as cj
-from cubejit.backends.cuda.artifact import ENTRY_POINT, CudaArtifact
+from cubejit.backends.cuda.artifact import ELF_MAGIC, ENTRY_POINT, CudaArtifact
 from cubejit.backends.cuda.coarsening import NO_ALIAS
 from cubejit.backends.cuda.compiler import LinkingCudaCompiler
 from cubejit.backends.cuda.driver import ARCHITECTURAL_LIMITS
+from cubejit.backends.cuda.target import CudaTarget, fingerprint
 from cubejit.compile.id import ArtifactId
 from cubejit.compile.recording import CompilationRecording, ServerLogger
+from cubejit.environment.artifacts import ArtifactStore
 from cubejit.environment.manager import ENVIRONMENTS
 from cubejit.errors import CompilationError
 from cubejit.runtime.checking import checked_variant
@@ -99,6 +104,82 @@ def test_parts_link_into_one_pack_a_single_part_alone_and_a_refused_link_raises(
     assert alone.cubin == b"linked " + parts[0].cubin[:8] and alone.pack is None
     with pytest.raises(CompilationError, match="the linker refused it"):
         linking.link(list(zip(ids, parts, strict=True)))
+
+
+def linked_parts(
+    compiler: LinkingCudaCompiler, ks: tuple[int, ...]
+) -> tuple[list[ArtifactId[Any]], list[CudaArtifact], list[str]]:
+    """The ids, linked artifacts and sources of ``shifted`` for each of ``ks``, one pack."""
+    ids, parts, sources = [], [], []
+    for k in ks:
+        spec = shifted.specialize(CUBE, k=k)
+        aid = ArtifactId(spec.id(), NO_ALIAS)
+        recording = CompilationRecording.for_artifact(aid, keep_text=False)
+        lowered = compiler.lower(spec, aid, recording, ServerLogger())
+        ids.append(aid)
+        parts.append(compiler.finalize_part(aid, lowered))
+        sources.append(lowered.source)
+    linked = compiler.link(list(zip(ids, parts, strict=True)))
+    for part, artifact in zip(parts, linked, strict=True):
+        assert part.ptx and artifact.ptx == part.ptx, "a part keeps its PTX through the link"
+    return ids, linked, sources
+
+
+def a_gpu(
+    capability: tuple[int, int], arch: str, link: Callable[[list[bytes]], bytes] = unlinked
+) -> CudaTarget:
+    """The target of a GPU of ``capability``, its compiler linking with ``link`` (the context
+    stands in: nothing here loads)."""
+    limits = dataclasses.replace(ARCHITECTURAL_LIMITS, compute_capability=capability)
+    compiler = LinkingCudaCompiler(arch, limits, link)
+    return CudaTarget(object(), compiler, ArtifactStore("cuda", fingerprint(capability)))
+
+
+@pytest.mark.cuda_packages
+def test_a_pack_keeps_each_kernels_ptx_apart_for_a_newer_gpu_and_a_warm_load_reads_none(
+    store_root: Path,
+) -> None:
+    def link(cubins: list[bytes]) -> bytes:
+        return ELF_MAGIC + b" linked " + b"+".join(c[-8:] for c in cubins)
+
+    older = a_gpu((8, 0), "sm_80", link)
+    ids, linked, sources = linked_parts(older.compiler(), (11, 12))
+    for aid, artifact, source in zip(ids, linked, sources, strict=True):
+        assert older.store(aid, artifact, source)
+
+    warm = older.stored_many(ids)
+    assert {a.pack for a in warm.values()} == {linked[0].pack}
+    assert all(not a.ptx and not a.packed_ptx for a in warm.values()), "a warm load reads no PTX"
+    offered = a_gpu((12, 0), "sm_120a").stored_many(ids)
+    assert set(offered) == set(ids)
+    for aid, artifact in zip(ids, linked, strict=True):
+        found = offered[aid]
+        assert found.cubin == b"" and found.pack is None and found.arch == "sm_80"
+        assert found.entry == artifact.entry and found.ptx_text() == artifact.ptx
+        assert b".target sm_80" in found.ptx_text()
+
+
+@pytest.mark.gpu
+def test_the_driver_compiles_a_pack_kernels_own_ptx_and_a_fresh_client_runs_its_cubin(
+    gpu: Any, store_root: Path
+) -> None:
+    from cubejit.backends.cuda.client import CudaClient
+
+    ids, linked, _ = linked_parts(gpu.compiler, (21, 22))
+    handle = gpu.loader.target.load(ids[0], replace(linked[0], cubin=b"", pack=None))
+    assert handle.function is not None
+    stored = gpu.loader.target.stored(ids[0])
+    assert stored is not None and stored.pack is None and stored.cubin.startswith(ELF_MAGIC)
+    assert stored.entry == linked[0].entry
+
+    ENVIRONMENTS.reset()
+    fresh = CudaClient(0)
+    host = np.random.default_rng(9).random(N, dtype=np.float32)
+    out = fresh.empty(N, cj.f32)
+    cj.kernel(shifted.fn).launch(fresh, cj.cdiv(N, CUBE), CUBE, fresh.to_device(host), out, k=21)
+    expected = host * np.float32(23) - np.float32(21)
+    np.testing.assert_allclose(fresh.read(out), expected, rtol=1e-6, atol=1e-6)
+    assert fresh.compiler.compilations == 0, "the driver's cubin of the PTX was stored"
 
 
 @pytest.mark.gpu

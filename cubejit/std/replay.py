@@ -31,6 +31,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import numpy as np
+
 import cubejit as cj
 from cubejit.errors import LaunchError
 from cubejit.lang import Kernel
@@ -432,8 +434,17 @@ def _signature(
     args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[tuple[Any, ...], list[tuple[Any, int, Any]], tuple[int, ...], Any] | None:
     """The call's signature, its arrays (each with its address and producer's stream), their
-    addresses and its client; ``None`` for a call that runs as written (host arrays,
-    unhashable values)."""
+    addresses and its client; ``None`` for a call that runs as written (host arrays, another
+    backend's client, unhashable values), told before the CUDA backend is imported: a CPU
+    process never imports it."""
+    if kwargs:
+        named = kwargs.get("client")
+        if named is not None and getattr(named, "backend", None) != "cuda":
+            return None
+        if any(type(v) is np.ndarray for v in kwargs.values()):
+            return None
+    if any(type(v) is np.ndarray for v in args):
+        return None
     buffer_type = _buffer_type or _load_backend()
     key: list[Any] = []
     arrays: list[tuple[Any, int, Any]] = []

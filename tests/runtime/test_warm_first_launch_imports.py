@@ -1,6 +1,7 @@
 """A warm process's first launch (every kernel in the store) imports no module: what it needs
-came with the client. Counted in fresh processes sharing one store, on the CPU here and on the
-GPU where there is one."""
+came with the client; and a standard call on the CPU imports nothing of the CUDA backend.
+Counted in fresh processes sharing one store, on the CPU here and on the GPU where there is
+one."""
 
 from __future__ import annotations
 
@@ -44,10 +45,29 @@ print(json.dumps({"imported": imported, "right": right}))
 """
 
 
-def launched(root: Path, backend: str) -> dict[str, object]:
+STANDARD = """
+import json, sys
+import numpy as np
+import cubejit as cj
+import cubejit.std as cs
+
+client = cj.client("cpu")
+x = np.random.default_rng(5).random((8, 64), dtype=np.float32)
+before = set(sys.modules)
+named = cs.softmax(x, client=client)
+unnamed = cs.softmax(x)
+imported = sorted(set(sys.modules) - before)
+e = np.exp(x - x.max(axis=1, keepdims=True))
+expected = e / e.sum(axis=1, keepdims=True)
+right = all(np.allclose(r, expected, rtol=1e-5, atol=1e-6) for r in (named, unnamed))
+print(json.dumps({"imported": imported, "right": right}))
+"""
+
+
+def launched(root: Path, backend: str, script_text: str = LAUNCH) -> dict[str, object]:
     """One fresh process's first launch (its kernel in a file, as a kernel's source must be)."""
     script = root / "first_launch.py"
-    script.write_text(LAUNCH)
+    script.write_text(script_text)
     environ = {k: v for k, v in os.environ.items() if not k.startswith("CUBEJIT_")}
     environ.update(CUBEJIT_CACHE_DIR=str(root / "store"), PYTHONPATH=str(REPOSITORY))
     done = subprocess.run(
@@ -82,3 +102,11 @@ def test_a_warm_first_launch_on_the_gpu_imports_no_module(tmp_path: Path) -> Non
     warm = launched(tmp_path, "cuda")
     assert cold["right"] and warm["right"]
     assert warm["imported"] == []
+
+
+def test_a_standard_call_on_the_cpu_imports_nothing_of_the_cuda_backend(tmp_path: Path) -> None:
+    for run in ("cold", "warm"):
+        found = launched(tmp_path, "cpu", STANDARD)
+        assert found["right"], run
+        cuda = [m for m in found["imported"] if m.startswith("cubejit.backends.cuda")]
+        assert cuda == [], f"{run}: {cuda}"

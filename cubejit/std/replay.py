@@ -435,17 +435,14 @@ def _signature(
 ) -> tuple[tuple[Any, ...], list[tuple[Any, int, Any]], tuple[int, ...], Any] | None:
     """The call's signature, its arrays (each with its address and producer's stream), their
     addresses and its client; ``None`` for a call that runs as written (host arrays, another
-    backend's client, unhashable values), told before the CUDA backend is imported: a CPU
-    process never imports it."""
-    if kwargs:
-        named = kwargs.get("client")
-        if named is not None and getattr(named, "backend", None) != "cuda":
+    backend's client, unhashable values). Until a call needs the CUDA backend, a call on numpy
+    arrays or naming another backend's client is told so before it is imported: such calls
+    alone never import it."""
+    buffer_type = _buffer_type
+    if buffer_type is None:
+        if _runs_as_written(args, kwargs):
             return None
-        if any(type(v) is np.ndarray for v in kwargs.values()):
-            return None
-    if any(type(v) is np.ndarray for v in args):
-        return None
-    buffer_type = _buffer_type or _load_backend()
+        buffer_type = _load_backend()
     key: list[Any] = []
     arrays: list[tuple[Any, int, Any]] = []
     addresses: list[int] = []
@@ -526,6 +523,15 @@ names below (the standard library imports no backend)."""
 _torch_types: dict[type, bool] = {}
 _is_torch_tensor: Callable[[Any], bool]
 _settings: Callable[[], Any]
+
+
+def _runs_as_written(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether a call is one :func:`_signature` refuses whatever else it holds: it names a
+    client of another backend, or passes a numpy array."""
+    named = kwargs.get("client") if kwargs else None
+    if named is not None and getattr(named, "backend", None) != "cuda":
+        return True
+    return any(type(v) is np.ndarray for v in (*args, *kwargs.values()))
 
 
 def _load_backend() -> type:

@@ -32,10 +32,10 @@ kept, since ``1``, ``True`` and ``1.0`` compare equal and encode apart. Kernels 
 differing in their comptime values share the encoding of their source and types."""
 
 
-_SMALL_INTS = [
-    b"I" + _LENGTH.pack(len(text)) + text for text in (str(n).encode() for n in range(1025))
-]
-"""The encodings of the ints 0 to 1024 (comptime values, sizes, dims), made once."""
+_INTS: dict[int, bytes] = {}
+"""The encoding of each int from 0 to 1024 encoded in this process (comptime values, sizes,
+dims), made at its first use: a table made whole at import cost a client's creation more than
+it saved a warm batch."""
 
 _ATOMS = frozenset((str, int, float, bool, bytes, type(None)))
 """The types a canonical value holds as they are (exactly these: a subclass is looked at)."""
@@ -101,11 +101,13 @@ def _encode(value: Any) -> tuple[bytes, bool]:
                 data = item.encode("utf-8")
                 chunks.append(b"S" + _LENGTH.pack(len(data)) + data)
             elif kind is int:
-                if 0 <= item <= 1024:
-                    chunks.append(_SMALL_INTS[item])
-                else:
+                data = _INTS.get(item)
+                if data is None:
                     text = str(item).encode()
-                    chunks.append(b"I" + _LENGTH.pack(len(text)) + text)
+                    data = b"I" + _LENGTH.pack(len(text)) + text
+                    if 0 <= item <= 1024:
+                        _INTS[item] = data
+                chunks.append(data)
                 plain = False
             else:
                 encoded, item_plain = _encode(item)

@@ -2,19 +2,19 @@
 
 Everything a launch can know in advance is built once per kernel spec by :class:`Launcher`: a
 buffer holding every parameter value in an 8-byte slot, the array of pointers into it that
-``cuLaunchKernel`` reads, one ``struct`` packer writing all values in one call, and a launch
-function for this parameter layout (its checks unrolled, one per parameter, so a launch runs
-no loop and no per-parameter call). The function's code depends on the layout alone
-(:func:`launch_code`: the kinds of the slots, never a kernel's names or cube_dim, which it reads
-as globals), so it is generated and compiled once per layout and process, registered with
-``linecache`` so that a traceback shows its lines; a kernel of a layout compiled before only
-binds it. Until then, the first :data:`GENERIC_LAUNCHES` launches of a kernel run a generic
-launch function that reads the layout slot by slot, so a warm start's first launch compiles no
-Python.
-``cuLaunchKernel`` of ``cuda.bindings`` takes the prebuilt function and stream handles and the
-pointer array as one address: measured on an H200 host, that is the cheapest way into the driver
-(cheaper than ``ctypes`` with prebuilt ``c_void_p`` handles, and half the cost of
-``cuda.bindings`` packing Python argument tuples).
+``cuLaunchKernel`` reads, one ``struct`` packer writing all values in one call (made once per
+parameter list, with the rest that depends on the list alone, and shared by the specs that have
+that list), and a launch function for this parameter layout (its checks unrolled, one per
+parameter, so a launch runs no loop and no per-parameter call). The function's code depends on
+the layout alone (:func:`launch_code`: the kinds of the slots, never a kernel's names or
+cube_dim, which it reads as globals), so it is generated and compiled once per layout and
+process, registered with ``linecache`` so that a traceback shows its lines; a kernel of a
+layout compiled before only binds it. Until then, the first :data:`GENERIC_LAUNCHES` launches
+of a kernel run a generic launch function that reads the layout slot by slot, so a warm start's
+first launch compiles no Python. ``cuLaunchKernel`` of ``cuda.bindings`` takes the prebuilt
+function and stream handles and the pointer array as one address: measured on an H200 host,
+that is the cheapest way into the driver (cheaper than ``ctypes`` with prebuilt ``c_void_p``
+handles, and half the cost of ``cuda.bindings`` packing Python argument tuples).
 
 A kernel with a coarsened no-alias form (:mod:`cubejit.backends.cuda.coarsening`) has two
 artifacts. Its launch function checks, in a few comparisons, whether an array the kernel writes
@@ -388,6 +388,69 @@ def _parameter_buffers(
 
 
 @dataclass(frozen=True, slots=True)
+class _LayoutPlan:
+    """What every launcher of one parameter list and coarsening shares: the packer, the count
+    of slots, the layout its launch function is generated for, and the globals of that function
+    that hold no launcher's own handle or buffer (each launcher copies them). Made once per
+    process and parameter list: the specialisations of one kernel loaded from the store share
+    their list (:func:`~cubejit.backends.cuda.artifact.param_slots`), so that a warm process
+    loading many builds it once."""
+
+    params: tuple[ParamSlot, ...]
+    packer: struct.Struct
+    count: int
+    layout: tuple[Any, ...]
+    has_tensors: bool
+    names: dict[str, Any]
+
+
+PLANS_KEPT = 4096
+"""The parameter lists whose :class:`_LayoutPlan` a process keeps."""
+
+_plans: dict[tuple[int, int], _LayoutPlan] = {}
+
+
+def _plan(params: tuple[ParamSlot, ...], coarsening: int) -> _LayoutPlan:
+    """The plan of ``params`` (found by identity: the plan keeps them, so their ``id`` is not
+    reused while it is kept) and ``coarsening``."""
+    key = (id(params), coarsening)
+    plan = _plans.get(key)
+    if plan is not None and plan.params is params:
+        return plan
+    fmt, count = _pack_format(params, coarsening)
+    packer = struct.Struct(fmt)
+    names: dict[str, Any] = {
+        "OURS": OURS,
+        "bf16_arg": Launcher.bf16_arg,
+        "pack": packer.pack_into,
+        "struct_error": struct.error,
+        "unseen": _UNSEEN,
+        "ref": weakref.ref,
+        "m_count": _UNSEEN,
+        "m_function": None,
+        "m_blocks": 0,
+        "m_gy": 0,
+        "m_gz": 0,
+    }
+    for j, p in enumerate(params):
+        names[f"s{j}"] = p.scalar
+        names[f"z{j}"] = p.scalar.itemsize
+        names[f"w{j}" if p.is_buffer else f"m{j}"] = _unseen if p.is_buffer else _UNSEEN
+    plan = _LayoutPlan(
+        params,
+        packer,
+        count,
+        layout_key(params, coarsening),
+        any(p.is_tensor for p in params),
+        names,
+    )
+    if len(_plans) >= PLANS_KEPT:
+        _plans.clear()
+    _plans[key] = plan
+    return plan
+
+
+@dataclass(frozen=True, slots=True)
 class LaunchNode:
     """One checked launch as the driver takes it, for a graph's kernel node: the function, the
     grid in blocks, the block, the dynamic shared memory and the parameter values, held in
@@ -443,12 +506,12 @@ class Launcher:
         self._load = load
         self.checker = ArgumentChecker(kernel, params)
         """The shared argument checker: every refusal of a launch is its."""
-        has_tensors = any(p.is_tensor for p in params)
+        plan = _plan(params, coarsening)
+        has_tensors = plan.has_tensors
         if (coarsening > 1 or has_tensors) and load is None:
             raise ValueError("a kernel of several artifacts needs a loader of its variants")
-        fmt, count = _pack_format(params, coarsening)
-        self._values, self._pointers = _parameter_buffers(count)
-        namespace = self._namespace(function, stream, launch_kernel, struct.Struct(fmt), cube_dim)
+        self._values, self._pointers = _parameter_buffers(plan.count)
+        namespace = self._namespace(plan, function, stream, launch_kernel, cube_dim)
         namespace["SHARED"] = shared_bytes
         if coarsening > 1 and not has_tensors:
             fast = variant is NO_ALIAS
@@ -472,7 +535,7 @@ class Launcher:
                 load_variant=self._variant_loader(functions),
             )
         self._namespace_of_launch = namespace
-        self._layout = layout_key(params, coarsening)
+        self._layout = plan.layout
         self._coarsening = coarsening
         self._has_tensors = has_tensors
         self._specialised = specialised
@@ -578,7 +641,7 @@ class Launcher:
         mask = bit = 0
         for (j, kind, rank, scalar, is_bf16, written), a in zip(slots, args, strict=True):
             if kind is SlotKind.SCALAR:
-                values.append(self._bf16(a) if is_bf16 else a)
+                values.append(self.bf16_arg(a) if is_bf16 else a)
                 continue
             own = type(a) in OURS and a.client is client and a.scalar is scalar
             if kind is SlotKind.ARRAY:
@@ -626,44 +689,37 @@ class Launcher:
 
     def _namespace(
         self,
+        plan: _LayoutPlan,
         function: Any,
         stream: Any,
         launch_kernel: Callable[..., tuple[Any, ...]],
-        packer: struct.Struct,
         cube_dim: tuple[int, int, int],
     ) -> dict[str, Any]:
+        """The globals of this launcher's launch function: the plan's, and its own handles,
+        buffers, lock and methods."""
         lock = threading.Lock()
         bx, by, bz = cube_dim
-        names: dict[str, Any] = {
-            "OURS": OURS,
-            "client": self._client,
-            "array_arg": self._array,
-            "tensor_arg": self._tensor,
-            "bf16_arg": self._bf16,
-            "count_error": self.checker.count_error,
-            "scalar_error": self._scalar_error,
-            "launch_error": self._launch_error,
-            "grid": self._grid,
-            "acquire": lock.acquire,
-            "release": lock.release,
-            "pack": packer.pack_into,
-            "values": self._values,
-            "struct_error": struct.error,
-            "launch_kernel": launch_kernel,
-            "function": function,
-            "stream": stream,
-            "pointers": ctypes.addressof(self._pointers),
-            "BX": bx,
-            "BY": by,
-            "BZ": bz,
-            "MAX_X": self._client.limits.max_cube_count[0],
-        }
-        names.update({f"s{j}": p.scalar for j, p in enumerate(self._params)})
-        names.update({f"z{j}": p.scalar.itemsize for j, p in enumerate(self._params)})
-        names.update(unseen=_UNSEEN, ref=weakref.ref, m_count=_UNSEEN, m_function=None)
-        names.update(m_blocks=0, m_gy=0, m_gz=0)
-        for j, p in enumerate(self._params):
-            names[f"w{j}" if p.is_buffer else f"m{j}"] = _unseen if p.is_buffer else _UNSEEN
+        names = dict(plan.names)
+        names.update(
+            client=self._client,
+            array_arg=self._array,
+            tensor_arg=self._tensor,
+            count_error=self.checker.count_error,
+            scalar_error=self._scalar_error,
+            launch_error=self._launch_error,
+            grid=self._grid,
+            acquire=lock.acquire,
+            release=lock.release,
+            values=self._values,
+            launch_kernel=launch_kernel,
+            function=function,
+            stream=stream,
+            pointers=ctypes.addressof(self._pointers),
+            BX=bx,
+            BY=by,
+            BZ=bz,
+            MAX_X=self._client.limits.max_cube_count[0],
+        )
         return names
 
     def _load_variant(self, namespace: dict[str, Any], name: str, variant: Any) -> Any:
@@ -726,7 +782,9 @@ class Launcher:
         return values.address, span, values.words(), values.contiguous
 
     @staticmethod
-    def _bf16(arg: Any) -> Any:
+    def bf16_arg(arg: Any) -> Any:
+        """A bf16 argument's bits; anything that is no number as it is (the packing refuses
+        it)."""
         try:
             return bf16_bits(float(arg))
         except (TypeError, ValueError):

@@ -90,6 +90,42 @@ def test_a_launch_passes_scalars_by_value_and_arrays_as_pointer_and_length() -> 
     assert struct.unpack("<f", driver.params[1][0][:4]) == (1.0,)
 
 
+@pytest.mark.parametrize("generated", [False, True])
+def test_launchers_of_one_parameter_list_share_its_plan_and_keep_their_own_launches(
+    generated: bool, monkeypatch: Any
+) -> None:
+    monkeypatch.setattr(launch_module, "_codes", {})
+    if generated:
+        launch_module.launch_code(launch_module.layout_key(SAXPY, 1))
+    client = FakeClient()
+    driver = RecordingDriver(5)
+    first = Launcher(client, 0xF00, SAXPY, (128, 1, 1), "k", driver, 0x5150)
+    second = Launcher(client, 0xF01, SAXPY, (64, 2, 1), "k", driver, 0x5150)
+    own = Launcher(client, 0xF02, tuple(list(SAXPY)), (32, 1, 1), "k", driver, 0x5150)
+    plans = [launch_module._plan(SAXPY, 1), launch_module._plan(tuple(list(SAXPY)), 1)]
+    assert plans[0] is launch_module._plan(SAXPY, 1)
+    assert plans[0] is not plans[1]
+    assert plans[0].packer.format == plans[1].packer.format
+    x = CudaBuffer(client, 0x1000, 300, f32, None)
+    out = CudaBuffer(client, 0x2000, 300, f32, None)
+    a = 2.5
+    for launcher in (first, second, own, first, second):
+        launcher(3, (a, x, out))
+    assert driver.calls == [
+        (0xF00, 3, 1, 1, 128, 1, 1, 0, 0x5150),
+        (0xF01, 3, 1, 1, 64, 2, 1, 0, 0x5150),
+        (0xF02, 3, 1, 1, 32, 1, 1, 0, 0x5150),
+        (0xF00, 3, 1, 1, 128, 1, 1, 0, 0x5150),
+        (0xF01, 3, 1, 1, 64, 2, 1, 0, 0x5150),
+    ]
+    other = CudaBuffer(client, 0x3000, 300, f32, None)
+    second(3, (a, x, other))
+    first(3, (a, x, out))
+    assert struct.unpack("<Q", driver.params[-2][3]) == (0x3000,)
+    assert struct.unpack("<Q", driver.params[-1][3]) == (0x2000,)
+    assert driver.calls[-1][0] == 0xF00
+
+
 def test_every_scalar_type_is_packed_in_its_own_width() -> None:
     params = tuple(
         ParamSlot(t.name, t, SCALAR) for t in (bool_, i32, i64, u32, f16, bf16, f32, f64)

@@ -267,5 +267,11 @@ def explain(name: str, out: Console) -> bool:
     reasons = [f"candidate {c!r}: {what}" for c, what in found]
     if latest.namespace != nearest.namespace:
         reasons.append("another device or cubejit version")
+    builds = [d.decision.session.get("build") for d in (nearest, latest)]
+    if not reasons and None not in builds and builds[0] != builds[1]:
+        reasons.append(
+            "cubejit itself changed (a standard function's tuner keys its decisions by "
+            "cubejit's build, which names its candidates' code)"
+        )
     out.print("it was tuned again because " + "; ".join(reasons or ["its candidates changed"]))
     return True

@@ -39,6 +39,7 @@ from cubejit.errors import LaunchError
 from cubejit.ir.types import Scalar
 from cubejit.lang import Kernel
 from cubejit.std import cpu_tiles
+from cubejit.std.tuned import StandardTuner
 from cubejit.std.views import Operand, accumulator, floating, operand, output
 from cubejit.tune import Tunable, Tuner, anchor
 
@@ -367,7 +368,7 @@ def tuner(backend: str, scalar: Scalar, lined: bool = False) -> Tuner:
     of ``M``, ``K`` and ``N`` (powers of two) among :data:`TILES`; those of the lined kernel
     are candidates (first) only when ``lined``, for operands :func:`fits_lines` accepts."""
     configs = [t for t in TILES[backend] if lined or not t.lined]
-    return Tuner(
+    return StandardTuner(
         f"cubejit.std.matmul.{scalar.name}" + (".lined" if lined else ""),
         key=lambda a, b, out: (anchor(a.shape[0]), anchor(a.shape[1]), anchor(b.shape[1])),
         candidates=[matmul_candidate(t, scalar) for t in configs],

@@ -20,6 +20,24 @@ from cubejit.tune import Tunable, Tuner
 F = TypeVar("F", bound=Hashable)
 
 
+class StandardTuner(Tuner):
+    """A tuner whose candidates are all cubejit's own code (a standard function's forms), which
+    the build id names whole: its checksum is the build id and the candidates' names, so that a
+    warm process's first standard call finds its decision without walking the candidates' code
+    or reading their kernels' sources (see :mod:`cubejit.tune.identity`). Any change to cubejit
+    keys decisions anew, as an upgrade does; the identities are still read when it tunes, and
+    kept in the decision."""
+
+    def checksum(self) -> str:
+        if self._checksum is None:
+            from cubejit.compile.id import stable_digest
+            from cubejit.environment.build import build_id
+
+            names = [c.name for c in self.candidates]
+            self._checksum = stable_digest("cubejit's own candidates", build_id(), names)
+        return self._checksum
+
+
 def tuner(
     name: str,
     forms: Sequence[F],
@@ -32,7 +50,7 @@ def tuner(
     ``run(form, client, *args)``; ``kernels`` are declared for each (see
     :mod:`cubejit.tune.identity`)."""
     declared = tuple(kernels)
-    return Tuner(
+    return StandardTuner(
         name,
         key=key,
         candidates=[Tunable(label(f), functools.partial(run, f), declared) for f in forms],
@@ -53,4 +71,4 @@ def launch(
         run(forms[0], client, *args)
 
 
-__all__ = ["launch", "tuner"]
+__all__ = ["StandardTuner", "launch", "tuner"]

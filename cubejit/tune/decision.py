@@ -90,7 +90,8 @@ class Decision:
     """Every candidate, in the tuner's order."""
     session: dict[str, Any]
     """Where and when it was tuned: ``host``, ``pid``, ``started_at`` (Unix time),
-    ``tuning_s`` (wall time of the whole tuning), ``timed_runs``, ``budget_s``, ``device``."""
+    ``tuning_s`` (wall time of the whole tuning), ``timed_runs``, ``budget_s``, ``device``,
+    and ``build``, the build id of the cubejit that tuned it (absent in decisions of before)."""
 
     def times(self) -> dict[str, tuple[float, ...]]:
         """Every candidate's timed runs in seconds, by name."""

@@ -262,6 +262,7 @@ class Tuner:
         import socket
 
         from cubejit import config
+        from cubejit.environment.build import build_id
         from cubejit.tune.identity import LaunchRecorder
         from cubejit.tune.keys import jsonable_key
 
@@ -338,6 +339,7 @@ class Tuner:
                 "timed_runs": self.timed_runs - runs_before,
                 "budget_s": budget,
                 "device": store.device,
+                "build": build_id(),
             },
         )
         _log().info(

@@ -86,3 +86,40 @@ def test_explain_names_the_candidate_whose_change_made_a_tuner_tune_again(
     explained = cubejit("explain", "plus one").stdout
     assert "candidate 'fast': its launch function changed" in explained
     assert "'slow'" not in explained
+
+
+STANDARD_SUM = """
+import sys
+import numpy as np
+import cubejit as cj
+import cubejit.std as cs
+from cubejit.environment import build
+
+build.override_build_id(sys.argv[1])
+x = np.random.default_rng(7).standard_normal(50_000).astype(np.float32)
+total = cs.sum(x, client=cj.client("cpu"))
+assert np.isclose(total, x.astype(np.float64).sum(), rtol=1e-4, atol=1e-2), total
+"""
+
+
+def test_explain_says_a_standard_tuner_tuned_again_because_cubejit_changed(
+    cubejit: Cubejit, tmp_path: Path
+):
+    script = tmp_path / "standard_sum.py"
+    script.write_text(STANDARD_SUM)
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("CUBEJIT_")}
+    environ.update(CUBEJIT_CACHE_DIR=str(tmp_path / "root"), CUBEJIT_TUNE_BUDGET="0.05")
+    for build in ("a-build", "a-build", "the-next-build"):
+        done = subprocess.run(
+            [sys.executable, str(script), build],
+            env=environ,
+            capture_output=True,
+            text=True,
+            timeout=240,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+    listing = cubejit("tune", "list").stdout
+    assert "2 tuning decisions" in listing
+    explained = cubejit("explain", "cubejit.std.reduce.f32.f32.cpu").stdout
+    assert "it was tuned again because cubejit itself changed" in explained

@@ -1,7 +1,7 @@
 """A warm process's first launch (every kernel in the store) imports no module: what it needs
-came with the client; and a standard call on the CPU imports nothing of the CUDA backend.
-Counted in fresh processes sharing one store, on the CPU here and on the GPU where there is
-one."""
+came with the client; a standard call on the CPU imports nothing of the CUDA backend; and a
+warm process's first tuned standard call reads no candidate's identity. Counted in fresh
+processes sharing one store, on the CPU here and on the GPU where there is one."""
 
 from __future__ import annotations
 
@@ -64,6 +64,22 @@ print(json.dumps({"imported": imported, "right": right}))
 """
 
 
+TUNED = """
+import json, sys
+import numpy as np
+import cubejit as cj
+import cubejit.std as cs
+
+client = cj.client("cpu")
+x = np.random.default_rng(6).standard_normal((256, 1024)).astype(np.float32)
+before = set(sys.modules)
+total = cs.sum(x, client=client)
+imported = sorted(set(sys.modules) - before)
+right = bool(np.allclose(total, x.astype(np.float64).sum(), rtol=1e-4, atol=1e-2))
+print(json.dumps({"imported": imported, "right": right}))
+"""
+
+
 def launched(root: Path, backend: str, script_text: str = LAUNCH) -> dict[str, object]:
     """One fresh process's first launch (its kernel in a file, as a kernel's source must be)."""
     script = root / "first_launch.py"
@@ -110,3 +126,12 @@ def test_a_standard_call_on_the_cpu_imports_nothing_of_the_cuda_backend(tmp_path
         assert found["right"], run
         cuda = [m for m in found["imported"] if m.startswith("cubejit.backends.cuda")]
         assert cuda == [], f"{run}: {cuda}"
+
+
+def test_a_warm_first_tuned_standard_call_reads_no_candidates_identity(tmp_path: Path) -> None:
+    cold = launched(tmp_path, "cpu", TUNED)
+    warm = launched(tmp_path, "cpu", TUNED)
+    assert cold["right"] and warm["right"]
+    assert "cubejit.tune.identity" in cold["imported"]
+    assert "cubejit.tune.store" in warm["imported"]
+    assert "cubejit.tune.identity" not in warm["imported"]

@@ -177,3 +177,33 @@ def test_every_cpu_form_matches_numpy() -> None:
         out = np.zeros((33, 96), np.float32)
         candidate.fn(client, a, b, out)
         np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-4, err_msg=candidate.name)
+
+
+def test_a_standard_tuners_checksum_is_the_build_id_and_its_candidates_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from cubejit.environment import build
+    from cubejit.std import tiles, tuned
+    from cubejit.tune import identity
+
+    def unread(*args: object) -> None:
+        raise AssertionError("a standard tuner's checksum read a candidate's identity")
+
+    def fresh() -> list[cj.Tuner]:
+        """New tuners (the functions keep the ones they made), each checksum not yet read."""
+        return [
+            reductions.tuner.__wrapped__(reductions.LINES["cuda"], f32, f32),
+            reductions.tuner.__wrapped__(reductions.LINES["cuda"][:1], f32, f32),
+            scan.tuner.__wrapped__(lined_scan.FORMS, f32, f32),
+            tiles.tuner.__wrapped__("cuda", f32),
+        ]
+
+    monkeypatch.setattr(identity, "identify", unread)
+    made = fresh()
+    assert all(isinstance(t, tuned.StandardTuner) for t in made)
+    before = [t.checksum() for t in made]
+    assert [t.checksum() for t in fresh()] == before
+    assert len(set(before)) == len(made)
+    monkeypatch.setattr(build, "_build_id", "a-simulated-upgrade")
+    after = [t.checksum() for t in fresh()]
+    assert not set(after) & set(before)

@@ -16,10 +16,16 @@ TUNE_HOST = Path(__file__).parents[1] / "tune" / "tune_host.py"
 
 def tune(root: Path, *options: str, sizes: tuple[int, ...] = (100, 1000)) -> str:
     """Runs a process that tunes ``plus one`` for ``sizes`` into the environments at ``root``."""
+    return run_tuning(root, TUNE_HOST, *map(str, sizes), *options)
+
+
+def run_tuning(root: Path, script: Path, *args: str) -> str:
+    """Runs ``script`` with ``args``, tuning into the environments at ``root`` on a small
+    budget; its output."""
     environ = {k: v for k, v in os.environ.items() if not k.startswith("CUBEJIT_")}
     environ.update(CUBEJIT_CACHE_DIR=str(root), CUBEJIT_TUNE_BUDGET="0.1")
     done = subprocess.run(
-        [sys.executable, str(TUNE_HOST), *map(str, sizes), *options],
+        [sys.executable, str(script), *args],
         input="go\n",
         env=environ,
         capture_output=True,
@@ -107,18 +113,8 @@ def test_explain_says_a_standard_tuner_tuned_again_because_cubejit_changed(
 ):
     script = tmp_path / "standard_sum.py"
     script.write_text(STANDARD_SUM)
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("CUBEJIT_")}
-    environ.update(CUBEJIT_CACHE_DIR=str(tmp_path / "root"), CUBEJIT_TUNE_BUDGET="0.05")
     for build in ("a-build", "a-build", "the-next-build"):
-        done = subprocess.run(
-            [sys.executable, str(script), build],
-            env=environ,
-            capture_output=True,
-            text=True,
-            timeout=240,
-            check=False,
-        )
-        assert done.returncode == 0, done.stderr
+        run_tuning(tmp_path / "root", script, build)
     listing = cubejit("tune", "list").stdout
     assert "2 tuning decisions" in listing
     explained = cubejit("explain", "cubejit.std.reduce.f32.f32.cpu").stdout

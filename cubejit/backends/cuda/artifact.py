@@ -84,10 +84,15 @@ class CudaArtifact:
             return self
         return replace(self, ptx=self.ptx_text(), packed_ptx=b"")
 
+    def portable(self) -> bool:
+        """Whether it was built for an architecture a newer GPU's driver can compile PTX of:
+        not one architecture's own instructions (``sm_90a``, ``sm_100f``)."""
+        return self.arch[-1:].isdigit()
+
     def portable_ptx(self) -> bool:
-        """Whether a newer GPU's driver can compile the PTX: there is some, and it was not
-        made for one architecture's own instructions (``sm_90a``, ``sm_100f``)."""
-        return bool(self.ptx or self.packed_ptx) and self.arch[-1:].isdigit()
+        """Whether a newer GPU's driver can compile the PTX: there is some, and it is
+        :meth:`portable`."""
+        return bool(self.ptx or self.packed_ptx) and self.portable()
 
     def metadata(self) -> dict[str, object]:
         """Everything but the cubin, as JSON-able values."""

@@ -535,16 +535,15 @@ class Launcher:
                 load_variant=self._variant_loader(functions),
             )
         self._namespace_of_launch = namespace
-        self._layout = plan.layout
+        self._plan = plan
         self._coarsening = coarsening
-        self._has_tensors = has_tensors
         self._specialised = specialised
         self._generic_left = GENERIC_LAUNCHES
         self.launch: Callable[[Any, tuple[Any, ...]], None]
         """Launches the kernel on ``cube_count`` cubes with ``args``: the generic launch
         function for the first :data:`GENERIC_LAUNCHES` launches of a layout this process has
         not generated one for, the generated one after."""
-        if has_launch_code(self._layout):
+        if has_launch_code(plan.layout):
             self._specialise()
         else:
             self.launch = self._generic(namespace)
@@ -565,7 +564,7 @@ class Launcher:
         """Binds the generated launch function of this layout (compiling it when this process
         has not) and hands it to ``specialised``."""
         namespace = self._namespace_of_launch
-        exec(launch_code(self._layout), namespace)
+        exec(launch_code(self._plan.layout), namespace)
         self.launch = namespace["launch"]
         if self._specialised is not None:
             self._specialised(self.launch)
@@ -671,7 +670,7 @@ class Launcher:
             if k != i
         )
         blocks = (gx + coarsening - 1) // coarsening if apart else gx
-        if self._has_tensors:
+        if self._plan.has_tensors:
             variant = (NO_ALIAS if apart else None, mask)
             function = ns["functions"].get(variant)
             if function is None:

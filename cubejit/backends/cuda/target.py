@@ -212,7 +212,7 @@ class CudaTarget(CompilationTarget[Variant, CudaArtifact, CudaKernelHandle]):
                     artifacts[id] = unpacked(payload, metadata)
                 except (ValueError, KeyError, TypeError):
                     continue
-            packed_apart = [i for i, a in artifacts.items() if a.pack and a.arch[-1:].isdigit()]
+            packed_apart = [i for i, a in artifacts.items() if a.pack and a.portable()]
             for id, ptx in (older.own_many(packed_apart) if packed_apart else {}).items():
                 artifacts[id] = replace(artifacts[id], ptx=ptx, pack=None)
             for id, artifact in artifacts.items():
